@@ -1,0 +1,353 @@
+"""The engine: FillRequest in, FillResult out. Owns the model, tokenizer, device and batching.
+
+It cuts each request's text into context segments around the holes, trims them to the model's
+context budget (prefix-heavy), encodes the context once, lays out candidate rows (window
+lengths x seeds) and denoises all rows of all requests together, then keeps the best candidate
+of each request. The LSP server, CLI, websocket server and benchmarks are thin shells around it.
+
+It does not parse files, find holes in text, or know about editors; see cli.py and lsp/ for that.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from .errors import InfillError, ModelLoadError, RequestError
+from .model import DiffusionLM, load_model, read_config
+from .protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
+from .sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, denoise_steps
+from .tokenizer import Tokenizer
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL_DIR = Path(__file__).parent / "default_model"
+MAX_HOLE_TOKENS = 512
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    model_dir: Path = DEFAULT_MODEL_DIR  # an HF-layout directory (config.json, model.safetensors, tokenizer.json)
+    device: str = "auto"  # auto | cpu | cuda[:N]
+    context_tokens: int | None = None  # context budget; None = what the model was trained on
+    prefix_share: float = 0.75  # of the budget, what the prefix gets when both sides are long
+    tokens_per_step: int = 2  # default schedule: window slots / tokens_per_step steps
+    candidates: int = 2  # default candidates per request (window lengths x seeds)
+    max_batch_slots: int = 4096  # rows x window slots denoised together, at most
+    threads: int | None = None  # torch CPU threads; None = torch's default
+
+
+@dataclass
+class _Prepared:
+    """A request cut into tokenized context segments and hole windows."""
+
+    request: FillRequest
+    segments: list[list[int]]  # len(holes) + 1 token lists, trimmed to the budget
+    windows: list[int] = field(default_factory=list)  # max slots per hole
+    tokenize_ms: float = 0.0
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise InfillError(f"--device {name}: CUDA is not available on this machine")
+    if name != "cpu" and not name.startswith("cuda"):
+        raise InfillError(f"unknown device {name!r} (use auto, cpu or cuda)")
+    return torch.device(name)
+
+
+def validate(request: FillRequest) -> None:
+    """Raise RequestError unless the holes are in range, ordered and disjoint."""
+    if not request.holes:
+        raise RequestError("the request has no holes")
+    n = len(request.text)
+    prev_end = 0
+    for i, h in enumerate(request.holes):
+        if not (0 <= h.start <= h.end <= n):
+            raise RequestError(f"hole {i} [{h.start}, {h.end}) is outside the text (length {n})")
+        if h.start < prev_end:
+            raise RequestError(f"hole {i} overlaps or precedes the hole before it")
+        if not 1 <= h.max_tokens <= MAX_HOLE_TOKENS:
+            raise RequestError(f"hole {i}: max_tokens must be between 1 and {MAX_HOLE_TOKENS}")
+        prev_end = h.end
+
+
+def segment_texts(request: FillRequest) -> list[str]:
+    """The text before, between and after the holes (len(holes) + 1 pieces)."""
+    out, at = [], 0
+    for h in request.holes:
+        out.append(request.text[at : h.start])
+        at = h.end
+    out.append(request.text[at:])
+    return out
+
+
+def budget_split(lengths: list[int], budget: int, prefix_share: float) -> list[tuple[int, int]]:
+    """How many tokens to keep of each segment, as (from_start, from_end) counts.
+
+    The first segment (prefix) keeps its end, the last (suffix) its start, middle segments both
+    ends. Middle segments get up to half the budget; the prefix gets ``prefix_share`` of the
+    rest unless the suffix needs less.
+    """
+    if sum(lengths) <= budget:
+        return [(0, n) if i == 0 else (n, 0) for i, n in enumerate(lengths)]
+    middle = lengths[1:-1]
+    mid_budget = min(sum(middle), budget // 2)
+    keep_mid = [n if sum(middle) <= mid_budget else n * mid_budget // max(sum(middle), 1) for n in middle]
+    rest = budget - sum(keep_mid)
+    if len(lengths) == 1:
+        return [(0, min(lengths[0], rest))]
+    pre, suf = lengths[0], lengths[-1]
+    keep_suf = min(suf, max(rest - pre, int(rest * (1 - prefix_share))))
+    keep_pre = min(pre, rest - keep_suf)
+    keep_suf = min(suf, rest - keep_pre)
+    mids = [(k - k // 2, k // 2) for k in keep_mid]
+    return [(0, keep_pre), *mids, (keep_suf, 0)]
+
+
+def trim(tokens: list[int], keep: tuple[int, int]) -> list[int]:
+    head, tail = keep
+    if head + tail >= len(tokens):
+        return tokens
+    return tokens[:head] + (tokens[len(tokens) - tail :] if tail else [])
+
+
+def candidate_plan(options: SamplingOptions, default: int) -> list[tuple[float, int]]:
+    """(window scale, seed) for each candidate row: window lengths first, then seeds."""
+    n = options.candidates or default
+    scales = [1.0, 0.5, 0.75, 0.25]
+    if options.temperature <= 0:  # greedy: seeds make no difference, vary only the length
+        return [(scales[i % len(scales)], options.seed) for i in range(min(n, len(scales)))]
+    n_scales = min(2, n)
+    return [(scales[i % n_scales], options.seed + i // n_scales) for i in range(n)]
+
+
+class Engine:
+    def __init__(self, model: DiffusionLM, tokenizer: Tokenizer, config: EngineConfig = EngineConfig(), model_id: str = "model"):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.config = config
+        self.model_id = model_id
+        self.device = next(model.parameters()).device
+        if tokenizer.mask_id != model.cfg.mask_id or tokenizer.pad_id != model.cfg.pad_id:
+            raise ModelLoadError("tokenizer.json and config.json disagree on the mask/pad token ids")
+        if tokenizer.vocab_size > model.cfg.vocab_size:
+            raise ModelLoadError("tokenizer.json has more tokens than the model's vocabulary")
+
+    @classmethod
+    def load(cls, config: EngineConfig = EngineConfig()) -> "Engine":
+        directory = Path(config.model_dir)
+        if not directory.is_dir():
+            raise ModelLoadError(f"model directory {directory} does not exist")
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        device = resolve_device(config.device)
+        dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+        cfg, data = read_config(directory)
+        tokenizer = Tokenizer.from_file(directory / "tokenizer.json")
+        model = load_model(directory, device=str(device), dtype=dtype)
+        model_id = data.get("name") or directory.name
+        log.info("loaded %s (%.1fM parameters) on %s", model_id, cfg.n_params() / 1e6, device)
+        return cls(model, tokenizer, config, model_id=model_id)
+
+    # -- preparing requests ---------------------------------------------------------------
+
+    def budget(self) -> int:
+        return self.config.context_tokens or self.model.cfg.max_context
+
+    def prepare(self, request: FillRequest) -> _Prepared:
+        validate(request)
+        t0 = time.perf_counter()
+        budget = self.budget()
+        texts = segment_texts(request)
+        # Cut far-away text by characters first (at a line start) so a huge file costs nothing.
+        limit = budget * 12
+        if len(texts[0]) > limit:
+            cut = texts[0][-limit:]
+            texts[0] = cut[cut.find("\n") + 1 :] if "\n" in cut else cut
+        if len(texts) > 1 and len(texts[-1]) > limit:
+            cut = texts[-1][:limit]
+            texts[-1] = cut[: cut.rfind("\n") + 1] if "\n" in cut else cut
+        tokens = self.tokenizer.encode_batch(texts)
+        keep = budget_split([len(t) for t in tokens], budget, self.config.prefix_share)
+        segments = [trim(t, k) for t, k in zip(tokens, keep)]
+        windows = [h.max_tokens for h in request.holes]
+        return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000)
+
+    # -- filling ----------------------------------------------------------------------------
+
+    def fill(
+        self,
+        request: FillRequest,
+        cancel: CancelFlag | None = None,
+        on_draft: Callable[[Draft], None] | None = None,
+        constraint: Constraint | None = None,
+    ) -> FillResult:
+        return self.fill_batch([request], cancel=cancel, on_draft=on_draft, constraint=constraint)[0]
+
+    def fill_batch(
+        self,
+        requests: list[FillRequest],
+        cancel: CancelFlag | None = None,
+        on_draft: Callable[[Draft], None] | None = None,
+        constraint: Constraint | None = None,
+    ) -> list[FillResult]:
+        """Fill many requests, denoising them together in chunks of at most max_batch_slots."""
+        prepared = [self.prepare(r) for r in requests]
+        results: list[FillResult | None] = [None] * len(requests)
+        groups: dict[tuple, list[int]] = {}  # requests that can share one schedule
+        for i, p in enumerate(prepared):
+            o = p.request.options
+            groups.setdefault((o.steps, o.threshold, o.policy, o.temperature, o.top_p), []).append(i)
+        for members in groups.values():
+            chunk: list[int] = []
+            slots = 0
+            for i in members:
+                p = prepared[i]
+                need = sum(p.windows) * len(candidate_plan(p.request.options, self.config.candidates))
+                if chunk and slots + need > self.config.max_batch_slots:
+                    self._fill_chunk([prepared[j] for j in chunk], chunk, results, cancel, on_draft, constraint)
+                    chunk, slots = [], 0
+                chunk.append(i)
+                slots += need
+            if chunk:
+                self._fill_chunk([prepared[j] for j in chunk], chunk, results, cancel, on_draft, constraint)
+        return results  # type: ignore[return-value]
+
+    def _fill_chunk(self, prepared, indices, results, cancel, on_draft, constraint) -> None:
+        t_start = time.perf_counter()
+        cfg = self.model.cfg
+        dev = self.device
+        # 1. Encode each request's context once.
+        t0 = time.perf_counter()
+        ctx_ids, ctx_seg = [], []
+        for p in prepared:
+            ids = [t for seg in p.segments for t in seg]
+            seg = [i for i, s in enumerate(p.segments) for _ in s]
+            ctx_ids.append(ids)
+            ctx_seg.append(seg)
+        Lc = max(1, max(len(x) for x in ctx_ids))
+        ids_t = torch.full((len(prepared), Lc), cfg.pad_id, dtype=torch.long)
+        seg_t = torch.full((len(prepared), Lc), -1, dtype=torch.long)
+        for i, (ids, seg) in enumerate(zip(ctx_ids, ctx_seg)):
+            ids_t[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+            seg_t[i, : len(seg)] = torch.tensor(seg, dtype=torch.long)
+        cache = self.model.encode_context(ids_t.to(dev), seg_t.to(dev))
+        context_ms = (time.perf_counter() - t0) * 1000
+
+        # 2. Lay out candidate rows: each request x (window scale, seed).
+        rows, row_pos, win_pos, win_hole, win_len, seeds = [], [], [], [], [], []
+        schedules = []
+        for ri, p in enumerate(prepared):
+            for scale, seed in candidate_plan(p.request.options, self.config.candidates):
+                lengths = [max(1, math.ceil(w * scale)) for w in p.windows]
+                cpos, wpos, whole, at = [], [], [], 0
+                for h, seg in enumerate(p.segments):
+                    cpos.extend(range(at, at + len(seg)))
+                    at += len(seg)
+                    if h < len(lengths):
+                        wpos.extend(range(at, at + lengths[h]))
+                        whole.extend([h] * lengths[h])
+                        at += lengths[h]
+                rows.append(ri)
+                row_pos.append(cpos)
+                win_pos.append(wpos)
+                win_hole.append(whole)
+                win_len.append(lengths)
+                seeds.append(seed)
+            schedules.append(self.schedule(p.request.options, max(sum(p.windows), 1)))
+        R = len(rows)
+        W = max(len(w) for w in win_pos)
+        cpos_t = torch.zeros((R, Lc), dtype=torch.long)
+        wpos_t = torch.zeros((R, W), dtype=torch.long)
+        hole_t = torch.full((R, W), -1, dtype=torch.long)
+        for r in range(R):
+            cpos_t[r, : len(row_pos[r])] = torch.tensor(row_pos[r], dtype=torch.long)
+            wpos_t[r, : len(win_pos[r])] = torch.tensor(win_pos[r], dtype=torch.long)
+            hole_t[r, : len(win_hole[r])] = torch.tensor(win_hole[r], dtype=torch.long)
+        rows_t = torch.tensor(rows, dtype=torch.long, device=dev)
+        bound = self.model.bind_context(cache, rows_t, cpos_t.to(dev))
+        valid = hole_t >= 0
+        state = Windows(
+            ids=torch.where(valid, cfg.mask_id, cfg.pad_id).to(dev),
+            pos=wpos_t.to(dev),
+            hole=hole_t.to(dev),
+            masked=valid.to(dev),
+            logprob=torch.zeros((R, W), device=dev),
+        )
+        # Requests in a chunk share their sampling options; the longest fill sets the steps.
+        schedule = max(schedules, key=lambda s: s.steps)
+        gens = None
+        if schedule.temperature > 0:
+            gens = [torch.Generator().manual_seed(s) for s in seeds]
+        deadlines = [p.request.options.deadline_ms for p in prepared if p.request.options.deadline_ms]
+        deadline = time.monotonic() + min(deadlines) / 1000 if deadlines else None
+
+        # 3. Denoise all rows together.
+        t0 = time.perf_counter()
+        steps = 0
+        for step in denoise_steps(self.model, bound, state, schedule, gens, constraint or NoConstraint(), cancel, deadline):
+            steps = step.step
+            if on_draft is not None:
+                texts = [self.decode_hole(step.ids[0], state.hole[0], h) for h in range(len(win_len[0]))]
+                on_draft(Draft(step=step.step, texts=texts, masked=int(step.masked[0].sum())))
+        denoise_ms = (time.perf_counter() - t0) * 1000
+
+        # 4. Decode every row; keep each request's best candidate.
+        ids = state.ids.cpu()
+        logprob = state.logprob.float().cpu()
+        hole = state.hole.cpu()
+        best: dict[int, tuple[float, list[Fill], int]] = {}
+        for r in range(R):
+            fills, total, count, filled = [], 0.0, 0, 0
+            for h in range(len(win_len[r])):
+                slots = (hole[r] == h).nonzero().flatten()
+                tok = ids[r, slots]
+                pads = (tok == cfg.pad_id).nonzero().flatten()
+                n = int(pads[0]) if len(pads) else len(tok)
+                lp = logprob[r, slots[: min(n + 1, len(tok))]]
+                total += float(lp.sum())
+                count += len(lp)
+                filled += n
+                fills.append(Fill(text=self.tokenizer.decode(tok[:n].tolist()), score=float(lp.mean()) if len(lp) else 0.0))
+            score = total / max(count, 1)
+            if rows[r] not in best or score > best[rows[r]][0]:
+                best[rows[r]] = (score, fills, filled)
+        total_ms = (time.perf_counter() - t_start) * 1000
+        for ri, p in enumerate(prepared):
+            _, fills, filled = best[ri]
+            timings = Timings(
+                tokenize_ms=p.tokenize_ms,
+                context_ms=context_ms,
+                denoise_ms=denoise_ms,
+                total_ms=total_ms + p.tokenize_ms,
+                steps=steps,
+                tokens_filled=filled,
+                context_tokens=sum(len(s) for s in p.segments),
+                candidates=rows.count(ri),
+            )
+            results[indices[ri]] = FillResult(fills=fills, timings=timings, model=self.model_id)
+
+    def decode_hole(self, ids: torch.Tensor, hole: torch.Tensor, h: int) -> str:
+        """Text of hole h in one row so far: committed tokens up to the first pad, masks dropped."""
+        tok = ids[hole == h].tolist()
+        if self.model.cfg.pad_id in tok:
+            tok = tok[: tok.index(self.model.cfg.pad_id)]
+        return self.tokenizer.decode([t for t in tok if t != self.model.cfg.mask_id])
+
+    def schedule(self, options: SamplingOptions, slots: int) -> Schedule:
+        steps = options.steps or math.ceil(slots / self.config.tokens_per_step)
+        return Schedule(
+            steps=max(1, steps),
+            threshold=options.threshold,
+            policy=options.policy,
+            temperature=options.temperature,
+            top_p=options.top_p,
+        )

@@ -1,0 +1,100 @@
+"""Wire types shared by every caller of the engine: CLI, language server, websocket, benchmarks.
+
+msgspec Structs only; this module imports neither torch nor anything heavy, so clients can use
+it alone. Offsets are Python ``str`` indices (code points) into ``FillRequest.text``; the
+conversions to UTF-16 (LSP) and UTF-8 bytes (tree-sitter) live elsewhere, once each.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+Policy = Literal["confidence", "margin", "entropy"]
+
+
+class Hole(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A span of the document to replace; ``start == end`` inserts at a cursor."""
+
+    start: int
+    end: int
+    max_tokens: int = 32  # the fill window: at most this many tokens, the rest is padding
+
+
+class SamplingOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """How to denoise. Unset ``steps``/``threshold`` fall back to the engine's defaults."""
+
+    steps: int | None = None  # denoising steps per window (tokens per step = window / steps)
+    threshold: float | None = None  # unmask every token above this confidence (at least one)
+    policy: Policy = "confidence"  # which masked positions to commit first
+    temperature: float = 0.0  # 0 = greedy
+    top_p: float = 1.0
+    seed: int = 0
+    candidates: int = 0  # window lengths x seeds run side by side; 0 = the engine's default
+    constrained: bool = True  # syntax-checked selection (a no-op until constraints land)
+    deadline_ms: float | None = None  # stop denoising after this long and return what is there
+
+
+class FillRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A document (or an already trimmed window of one) with one or more holes."""
+
+    text: str
+    holes: list[Hole]
+    language: str | None = None  # LSP language id or file extension; None = unknown
+    options: SamplingOptions = SamplingOptions()
+    path: str | None = None  # only for messages
+
+
+class Fill(msgspec.Struct, frozen=True):
+    """The text chosen for one hole."""
+
+    text: str
+    score: float  # mean log-probability of the committed tokens under the model
+    valid: bool | None = None  # prefix + fill + suffix parses with no new error; None = unchecked
+
+
+class Timings(msgspec.Struct):
+    tokenize_ms: float = 0.0
+    context_ms: float = 0.0  # one pass over the fixed context (prefix, suffix, between holes)
+    denoise_ms: float = 0.0
+    constrain_ms: float = 0.0
+    total_ms: float = 0.0
+    steps: int = 0
+    tokens_filled: int = 0  # non-pad tokens in the returned fills
+    context_tokens: int = 0
+    candidates: int = 0
+
+
+class FillResult(msgspec.Struct):
+    fills: list[Fill]  # one per hole, in request order
+    timings: Timings
+    model: str
+
+
+class Draft(msgspec.Struct):
+    """An intermediate state of a fill, for streaming: the text so far of each hole."""
+
+    step: int
+    texts: list[str]
+    masked: int  # positions still masked across all holes
+
+
+_json_encoder = msgspec.json.Encoder()
+_msgpack_encoder = msgspec.msgpack.Encoder()
+
+
+def to_json(obj: msgspec.Struct) -> bytes:
+    return _json_encoder.encode(obj)
+
+
+def to_msgpack(obj: msgspec.Struct) -> bytes:
+    return _msgpack_encoder.encode(obj)
+
+
+def from_json(data: bytes | str, type_: type):
+    return msgspec.json.decode(data, type=type_)
+
+
+def from_msgpack(data: bytes, type_: type):
+    return msgspec.msgpack.decode(data, type=type_)

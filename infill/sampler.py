@@ -1,0 +1,249 @@
+"""Masked-diffusion denoising: fill every masked window slot in parallel over a few steps.
+
+A pure generator of per-step states. It takes a model, a bound context (the encoded text around
+the holes), the window slots, a schedule, per-row random generators and a constraint; it does no
+I/O, reads no config, picks no device, and knows nothing of tokenizers or tree-sitter.
+
+Each step: one forward pass over all windows gives a distribution per masked slot; a token is
+proposed for each (greedy, or sampled with temperature and top-p); the slots to commit are chosen
+by a policy (confidence, margin or entropy), either a fixed number per step (spread so that the
+fill takes ``steps`` steps) or every slot above a confidence threshold (at least one per row).
+A committed slot is kept unless the constraint asks to remask it; context is never rewritten.
+A window is pad-terminated: committing pad at a slot commits pad to every later masked slot of
+the same hole, so a window of N slots expresses any fill of up to N tokens.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Iterator, Protocol
+
+import torch
+
+from .errors import Cancelled
+from .model import BoundContext, DiffusionLM
+
+
+@dataclass(frozen=True)
+class Schedule:
+    steps: int  # denoising steps for a row (its masked slots spread evenly over them)
+    threshold: float | None = None  # commit every slot with confidence above this instead
+    policy: str = "confidence"  # confidence | margin | entropy: which slots to commit first
+    temperature: float = 0.0  # 0 = greedy
+    top_p: float = 1.0
+    max_repair_rounds: int = 2  # how often a constraint may send a full draft back
+
+
+@dataclass
+class Windows:
+    """The denoising state: one row per candidate, W slots per row (all holes of a request)."""
+
+    ids: torch.Tensor  # [R, W] long; mask id where still masked
+    pos: torch.Tensor  # [R, W] long; absolute positions in the row's layout
+    hole: torch.Tensor  # [R, W] long; hole number of each slot, -1 for batch padding
+    masked: torch.Tensor  # [R, W] bool
+    logprob: torch.Tensor  # [R, W] float; log-probability of each committed token when committed
+
+    @property
+    def valid(self) -> torch.Tensor:
+        return self.hole >= 0
+
+
+@dataclass(frozen=True)
+class Step:
+    """The state after one denoising step (tensors are snapshots; safe to keep)."""
+
+    step: int
+    ids: torch.Tensor
+    masked: torch.Tensor
+    logprob: torch.Tensor
+    committed: torch.Tensor  # [R, W] bool: slots committed in this step
+    done: bool
+
+
+class Constraint(Protocol):
+    """The sampler's hook for syntax guidance. The sampler has no grammar knowledge of its own."""
+
+    def admissible(self, state: Windows, proposal: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """Of the slots ``candidates`` [R, W] that could be committed with tokens ``proposal``
+        [R, W] this step, which may be (bool [R, W])."""
+        ...
+
+    def remask(self, state: Windows) -> torch.Tensor:
+        """After a full draft: slots to mask and denoise again (bool [R, W]; none = accept)."""
+        ...
+
+
+class NoConstraint:
+    def admissible(self, state: Windows, proposal: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        return candidates
+
+    def remask(self, state: Windows) -> torch.Tensor:
+        return torch.zeros_like(state.masked)
+
+
+class CancelFlag(Protocol):
+    def is_set(self) -> bool: ...
+
+
+# ----------------------------------------------------------------------------------------------
+# Pure functions of one step.
+
+
+def propose(
+    logits: torch.Tensor, schedule: Schedule, generators: list[torch.Generator] | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per slot: proposed token, its log-probability, its confidence, and the policy's score.
+
+    logits [R, W, V] (mask already forbidden). Returns four [R, W] tensors.
+    """
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    if schedule.temperature > 0:
+        tempered = torch.log_softmax(logits.float() / schedule.temperature, dim=-1)
+        if schedule.top_p < 1.0:
+            tempered = top_p_filter(tempered, schedule.top_p)
+        noise = torch.stack([torch.rand(tempered.shape[1:], generator=g) for g in generators]).to(tempered.device)
+        gumbel = -torch.log(-torch.log(noise.clamp_min(1e-20)))
+        token = (tempered + gumbel).argmax(-1)
+        dist = tempered
+    else:
+        token = logp.argmax(-1)
+        dist = logp
+    probs = dist.exp()
+    conf = probs.gather(-1, token[..., None])[..., 0]
+    if schedule.policy == "confidence":
+        score = conf
+    elif schedule.policy == "margin":
+        top2 = probs.topk(2, dim=-1).values
+        score = top2[..., 0] - top2[..., 1]
+    elif schedule.policy == "entropy":
+        score = (probs * dist.clamp_min(-1e9)).sum(-1)  # minus the entropy: higher is surer
+    else:
+        raise ValueError(f"unknown unmasking policy {schedule.policy!r}")
+    return token, logp.gather(-1, token[..., None])[..., 0], conf, score
+
+
+def top_p_filter(logp: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Keep the smallest set of tokens whose probability reaches top_p; renormalise."""
+    sorted_lp, order = logp.sort(-1, descending=True)
+    cum = sorted_lp.exp().cumsum(-1)
+    drop_sorted = (cum - sorted_lp.exp()) >= top_p  # the first token is always kept
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return torch.log_softmax(logp.masked_fill(drop, float("-inf")), dim=-1)
+
+
+def tokens_this_step(remaining: torch.Tensor, steps_left: int) -> torch.Tensor:
+    """How many slots each row commits now so that ``remaining`` [R] finish in ``steps_left``."""
+    return torch.ceil(remaining.float() / max(steps_left, 1)).long()
+
+
+def choose(score: torch.Tensor, conf: torch.Tensor, allowed: torch.Tensor, k: torch.Tensor, threshold: float | None) -> torch.Tensor:
+    """Slots to commit [R, W]: the k best allowed by score, or all allowed above threshold.
+
+    A row with masked slots but nothing allowed commits its best masked slot anyway, so a fill
+    always progresses (the constraint can still repair it later).
+    """
+    neg = torch.finfo(score.dtype).min
+    s = score.masked_fill(~allowed, neg)
+    if threshold is not None:
+        pick = allowed & (conf >= threshold)
+        k = torch.ones_like(k)  # at least one per row
+    else:
+        pick = torch.zeros_like(allowed)
+    order = s.argsort(dim=-1, descending=True)
+    rank = torch.empty_like(order).scatter_(-1, order, torch.arange(s.shape[-1], device=s.device).expand_as(order))
+    pick |= allowed & (rank < k[:, None])
+    return pick
+
+
+def pad_tail(hole: torch.Tensor, committed_pad: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+    """Masked slots that follow a committed pad in the same hole (to be filled with pad too)."""
+    R, W = hole.shape
+    idx = torch.arange(W, device=hole.device).expand(R, W)
+    first_pad = torch.where(committed_pad, idx, torch.full_like(idx, W))
+    out = torch.zeros_like(masked)
+    for h in hole.unique().tolist():
+        if h < 0:
+            continue
+        in_h = hole == h
+        start = torch.where(in_h, first_pad, torch.full_like(idx, W)).min(dim=1).values
+        out |= in_h & masked & (idx > start[:, None])
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# The loop.
+
+
+def denoise_steps(
+    model: DiffusionLM,
+    ctx: BoundContext,
+    state: Windows,
+    schedule: Schedule,
+    generators: list[torch.Generator] | None = None,
+    constraint: Constraint | None = None,
+    cancel: CancelFlag | None = None,
+    deadline: float | None = None,
+) -> Iterator[Step]:
+    """Denoise ``state`` in place, yielding a Step after each model call.
+
+    ``deadline`` is a time.monotonic() value: once passed, the next step commits everything.
+    Raises Cancelled if ``cancel`` is set between steps.
+    """
+    cfg = model.cfg
+    constraint = constraint or NoConstraint()
+    if schedule.temperature > 0 and (generators is None or len(generators) != state.ids.shape[0]):
+        raise ValueError("sampling with temperature needs one torch.Generator per row")
+    valid = state.valid
+    steps_left = schedule.steps
+    repairs = 0
+    step = 0
+    while True:
+        if not state.masked.any():
+            again = constraint.remask(state) & valid
+            if repairs >= schedule.max_repair_rounds or not again.any():
+                return
+            repairs += 1
+            state.masked |= again
+            state.ids[again] = cfg.mask_id
+            steps_left = max(1, math.ceil(schedule.steps * again.sum(1).max().item() / max(valid.sum(1).max().item(), 1)))
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("fill cancelled")
+        logits = model.window_logits(state.ids, state.pos, valid, ctx)
+        logits[..., cfg.mask_id] = float("-inf")
+        token, logp, conf, score = propose(logits, schedule, generators)
+        candidates = state.masked
+        allowed = constraint.admissible(state, token, candidates) & candidates
+        hurry = deadline is not None and time.monotonic() >= deadline
+        k = tokens_this_step(candidates.sum(1), 1 if hurry else steps_left)
+        pick = choose(score, conf, allowed, k, None if hurry else schedule.threshold)
+        stuck = candidates.any(1) & ~pick.any(1)  # nothing allowed in a row: take its best slot
+        if stuck.any():
+            pick |= choose(score, conf, candidates, stuck.long(), None) & stuck[:, None]
+        commit_pad = pick & (token == cfg.pad_id)
+        tail = pad_tail(state.hole, commit_pad | (~state.masked & (state.ids == cfg.pad_id) & valid), state.masked & ~pick)
+        token = torch.where(tail, torch.full_like(token, cfg.pad_id), token)
+        logp = torch.where(tail, torch.log_softmax(logits.float(), -1)[..., cfg.pad_id], logp)
+        pick |= tail
+        if hurry:
+            pick = candidates.clone()
+        state.ids = torch.where(pick, token, state.ids)
+        state.logprob = torch.where(pick, logp, state.logprob)
+        state.masked = state.masked & ~pick
+        steps_left = max(1, steps_left - 1)
+        step += 1
+        yield Step(step, state.ids.clone(), state.masked.clone(), state.logprob.clone(), pick, not state.masked.any())
+
+
+def denoise(model: DiffusionLM, ctx: BoundContext, state: Windows, schedule: Schedule, **kwargs) -> tuple[Windows, int]:
+    """Drain denoise_steps; return the final state and the number of model calls."""
+    steps = 0
+    for _ in denoise_steps(model, ctx, state, schedule, **kwargs):
+        steps += 1
+    return state, steps
+
+
+def with_steps(schedule: Schedule, steps: int) -> Schedule:
+    return replace(schedule, steps=max(1, steps))
