@@ -282,8 +282,9 @@ class Engine:
             masked=valid.to(dev),
             logprob=torch.zeros((R, W), device=dev),
         )
-        # Requests in a chunk share their sampling options; the longest fill sets the steps.
-        schedule = max(schedules, key=lambda s: s.steps)
+        # Requests in a chunk share their sampling options; each row keeps its request's steps.
+        schedule = schedules[0]
+        row_steps = torch.tensor([schedules[ri].steps for ri in rows], dtype=torch.long)
         gens = None
         if schedule.temperature > 0:
             gens = [torch.Generator().manual_seed(s) for s in seeds]
@@ -292,9 +293,9 @@ class Engine:
 
         # 3. Denoise all rows together.
         t0 = time.perf_counter()
-        steps = 0
-        for step in denoise_steps(self.model, bound, state, schedule, gens, constraint or NoConstraint(), cancel, deadline):
-            steps = step.step
+        finished_at = torch.zeros(R, dtype=torch.long)
+        for step in denoise_steps(self.model, bound, state, schedule, gens, constraint or NoConstraint(), cancel, deadline, row_steps):
+            finished_at = torch.where((finished_at == 0) & ~step.masked.any(1).cpu(), step.step, finished_at)
             if on_draft is not None:
                 texts = [self.decode_hole(step.ids[0], state.hole[0], h) for h in range(len(win_len[0]))]
                 on_draft(Draft(step=step.step, texts=texts, masked=int(step.masked[0].sum())))
@@ -328,7 +329,7 @@ class Engine:
                 context_ms=context_ms,
                 denoise_ms=denoise_ms,
                 total_ms=total_ms + p.tokenize_ms,
-                steps=steps,
+                steps=int(max(finished_at[r] for r in range(R) if rows[r] == ri)),
                 tokens_filled=filled,
                 context_tokens=sum(len(s) for s in p.segments),
                 candidates=rows.count(ri),

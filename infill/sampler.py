@@ -15,7 +15,6 @@ the same hole, so a window of N slots expresses any fill of up to N tokens.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, replace
 from typing import Iterator, Protocol
@@ -134,9 +133,10 @@ def top_p_filter(logp: torch.Tensor, top_p: float) -> torch.Tensor:
     return torch.log_softmax(logp.masked_fill(drop, float("-inf")), dim=-1)
 
 
-def tokens_this_step(remaining: torch.Tensor, steps_left: int) -> torch.Tensor:
-    """How many slots each row commits now so that ``remaining`` [R] finish in ``steps_left``."""
-    return torch.ceil(remaining.float() / max(steps_left, 1)).long()
+def tokens_this_step(remaining: torch.Tensor, steps_left: torch.Tensor | int) -> torch.Tensor:
+    """How many slots each row commits now so that ``remaining`` [R] finish in ``steps_left`` [R]."""
+    left = torch.as_tensor(steps_left, device=remaining.device).clamp_min(1)
+    return torch.ceil(remaining.float() / left.float()).long()
 
 
 def choose(score: torch.Tensor, conf: torch.Tensor, allowed: torch.Tensor, k: torch.Tensor, threshold: float | None) -> torch.Tensor:
@@ -186,18 +186,23 @@ def denoise_steps(
     constraint: Constraint | None = None,
     cancel: CancelFlag | None = None,
     deadline: float | None = None,
+    row_steps: torch.Tensor | None = None,
 ) -> Iterator[Step]:
     """Denoise ``state`` in place, yielding a Step after each model call.
 
-    ``deadline`` is a time.monotonic() value: once passed, the next step commits everything.
-    Raises Cancelled if ``cancel`` is set between steps.
+    ``row_steps`` [R] gives each row its own number of steps (default: schedule.steps for all),
+    so a row behaves the same whatever it is batched with. ``deadline`` is a time.monotonic()
+    value: once passed, the next step commits everything. Raises Cancelled if ``cancel`` is set
+    between steps.
     """
     cfg = model.cfg
     constraint = constraint or NoConstraint()
     if schedule.temperature > 0 and (generators is None or len(generators) != state.ids.shape[0]):
         raise ValueError("sampling with temperature needs one torch.Generator per row")
     valid = state.valid
-    steps_left = schedule.steps
+    planned = row_steps if row_steps is not None else torch.full((state.ids.shape[0],), schedule.steps)
+    planned = planned.to(state.ids.device).clamp_min(1)
+    steps_left = planned.clone()
     repairs = 0
     step = 0
     while True:
@@ -208,7 +213,8 @@ def denoise_steps(
             repairs += 1
             state.masked |= again
             state.ids[again] = cfg.mask_id
-            steps_left = max(1, math.ceil(schedule.steps * again.sum(1).max().item() / max(valid.sum(1).max().item(), 1)))
+            share = again.sum(1).float() / valid.sum(1).clamp_min(1).float()
+            steps_left = torch.ceil(planned * share).long().clamp_min(1)
         if cancel is not None and cancel.is_set():
             raise Cancelled("fill cancelled")
         logits = model.window_logits(state.ids, state.pos, valid, ctx)
@@ -217,8 +223,8 @@ def denoise_steps(
         candidates = state.masked
         allowed = constraint.admissible(state, token, candidates) & candidates
         hurry = deadline is not None and time.monotonic() >= deadline
-        k = tokens_this_step(candidates.sum(1), 1 if hurry else steps_left)
-        pick = choose(score, conf, allowed, k, None if hurry else schedule.threshold)
+        k = tokens_this_step(candidates.sum(1), steps_left)
+        pick = choose(score, conf, allowed, k, schedule.threshold)
         stuck = candidates.any(1) & ~pick.any(1)  # nothing allowed in a row: take its best slot
         if stuck.any():
             pick |= choose(score, conf, candidates, stuck.long(), None) & stuck[:, None]
@@ -232,7 +238,7 @@ def denoise_steps(
         state.ids = torch.where(pick, token, state.ids)
         state.logprob = torch.where(pick, logp, state.logprob)
         state.masked = state.masked & ~pick
-        steps_left = max(1, steps_left - 1)
+        steps_left = (steps_left - 1).clamp_min(1)
         step += 1
         yield Step(step, state.ids.clone(), state.masked.clone(), state.logprob.clone(), pick, not state.masked.any())
 

@@ -1,0 +1,8 @@
+"""``python -m infill``: the same as the ``infill`` command."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

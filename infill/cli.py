@@ -1,0 +1,586 @@
+"""The ``infill`` command line.
+
+Subcommands:
+
+- ``infill fill PATH... | -``: fill the holes marked ``<FILL>`` / ``<FILL:N>`` (see
+  ``infill.holes``; a marker inside a string or comment is still a hole), or the cursor given with
+  ``--at LINE:COL``. All holes of all files go to the engine in one batched call.
+
+  Output: a unified diff per file (default); ``--write`` replaces the files instead (atomically,
+  and only after every fill succeeded); ``--json`` prints one JSON object per input (JSON Lines).
+  For ``-`` (stdin) the default output is the filled text itself, not a diff.
+  Line endings (LF or CRLF) and a missing final newline are preserved.
+- ``infill train``: provided by ``infill.train`` (``add_arguments`` / ``main``).
+- ``infill bench quality``: provided by ``infill.bench.quality``.
+
+Errors a user can cause (a missing, binary or non-UTF-8 file, no holes, a bad model directory)
+print one line, ``infill: error: ...``, and exit with code 2 leaving every file untouched;
+Ctrl-C exits with 130, files untouched. Nothing heavy (torch) is imported until a subcommand
+needs it, so ``--help`` and argument errors are fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib
+import inspect
+import json
+import logging
+import os
+import stat
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from . import __version__
+from .errors import InfillError, InputError
+from .holes import (
+    DEFAULT_MAX_TOKENS,
+    MAX_HOLE_TOKENS,
+    apply_fills,
+    find_holes,
+    line_col,
+    match_newlines,
+    newline_of,
+    parse_position,
+    position_to_offset,
+)
+from .protocol import Hole
+
+log = logging.getLogger("infill.cli")
+
+PROG = "infill"
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+# File extension -> language id (LSP language ids). grammars/ will own the full table later.
+LANGUAGES = {
+    ".py": "python", ".pyi": "python",
+    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascriptreact",
+    ".ts": "typescript", ".tsx": "typescriptreact",
+    ".go": "go", ".rs": "rust", ".java": "java", ".kt": "kotlin",
+    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp",
+    ".cs": "csharp", ".rb": "ruby", ".php": "php", ".swift": "swift", ".scala": "scala",
+    ".sh": "shellscript", ".bash": "shellscript", ".lua": "lua", ".sql": "sql",
+    ".html": "html", ".css": "css", ".json": "json", ".yaml": "yaml", ".yml": "yaml",
+    ".toml": "toml", ".md": "markdown",
+}
+
+
+def language_for(path: str) -> str | None:
+    return LANGUAGES.get(Path(path).suffix.lower())
+
+
+# ----------------------------------------------------------------------------------------------
+# Argument types (each raises argparse.ArgumentTypeError: one clear line, exit 2).
+
+
+def _int_in(lo: int, hi: int | None = None):
+    def parse(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{s!r} is not an integer") from None
+        if v < lo or (hi is not None and v > hi):
+            raise argparse.ArgumentTypeError(f"{v} is not in {lo}..{hi if hi is not None else ''}")
+        return v
+
+    return parse
+
+
+def _float_in(lo: float, hi: float | None = None, lo_open: bool = False):
+    def parse(s: str) -> float:
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{s!r} is not a number") from None
+        if v != v or v < lo or (lo_open and v == lo) or (hi is not None and v > hi):
+            raise argparse.ArgumentTypeError(f"{v} is out of range")
+        return v
+
+    return parse
+
+
+def _position(s: str) -> tuple[int, int]:
+    try:
+        return parse_position(s)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{e} (expected LINE:COL, 1-based)") from None
+
+
+def _device(s: str) -> str:
+    if s in ("auto", "cpu", "cuda") or (s.startswith("cuda:") and s[5:].isdigit()):
+        return s
+    raise argparse.ArgumentTypeError(f"{s!r}: use auto, cpu, cuda or cuda:N")
+
+
+# ----------------------------------------------------------------------------------------------
+# The parser.
+
+
+def _logging_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)")
+
+
+def _model_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", metavar="DIR", type=Path, default=None,
+                   help="model directory (config.json, model.safetensors, tokenizer.json); default: the bundled model")
+    p.add_argument("--device", type=_device, default="auto", help="auto | cpu | cuda[:N] (default: auto)")
+    p.add_argument("--threads", type=_int_in(1), default=None, help="torch CPU threads (default: torch's)")
+
+
+def _add_fill(sub) -> None:
+    p = sub.add_parser(
+        "fill",
+        help="fill <FILL> holes in files or stdin",
+        description=(
+            "Fill the holes marked <FILL> or <FILL:N> (N = max tokens, 1..512) in each file, or the "
+            "cursor given with --at. A marker inside a string literal or comment is still a hole. "
+            "All files are filled together in one batch. Output: a unified diff per file, or with "
+            "--write the files are replaced atomically once every fill has succeeded; --json prints "
+            "one JSON object per input. For '-' (stdin) the filled text itself is printed."
+        ),
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files to fill, or - for stdin")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--write", "-w", action="store_true", help="replace the files (atomically) instead of printing a diff")
+    out.add_argument("--json", action="store_true", help="print one JSON object per input (JSON Lines)")
+    p.add_argument("--at", metavar="LINE:COL", type=_position, default=None,
+                   help="fill at this cursor (1-based line and column in characters) instead of at markers")
+    p.add_argument("--language", default=None,
+                   help="language id (default: from the file extension; needed for stdin with --at)")
+    _model_options(p)
+    g = p.add_argument_group("sampling")
+    g.add_argument("--max-tokens", type=_int_in(1, MAX_HOLE_TOKENS), default=DEFAULT_MAX_TOKENS,
+                   help=f"budget of a <FILL> without N and of --at (default: {DEFAULT_MAX_TOKENS})")
+    g.add_argument("--steps", type=_int_in(1), default=None, help="denoising steps (default: the engine's schedule)")
+    g.add_argument("--threshold", type=_float_in(0.0, 1.0), default=None,
+                   help="commit every token above this confidence each step (at least one)")
+    g.add_argument("--policy", choices=["confidence", "margin", "entropy"], default="confidence",
+                   help="which masked tokens to commit first (default: confidence)")
+    g.add_argument("--temperature", type=_float_in(0.0), default=0.0, help="0 = greedy (default)")
+    g.add_argument("--top-p", type=_float_in(0.0, 1.0, lo_open=True), default=1.0, help="nucleus sampling (default: 1.0)")
+    g.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    g.add_argument("--candidates", type=_int_in(0), default=0,
+                   help="candidates per request (window lengths x seeds); 0 = the engine's default")
+    g.add_argument("--no-constrain", dest="constrained", action="store_false",
+                   help="no syntax-checked selection of candidates")
+    _logging_options(p)
+    p.set_defaults(handler=run_fill)
+
+
+def _first_commands(argv: Sequence[str]) -> list[str]:
+    """The leading non-option words of argv (the subcommand path)."""
+    out = []
+    for a in argv:
+        if a.startswith("-"):
+            break
+        out.append(a)
+    return out
+
+
+def _try_import(module: str):
+    """Import a module that supplies a subcommand; None if it is not part of this installation."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name and (e.name == module or module.startswith(e.name + ".")):
+            return None
+        raise
+
+
+def _add_delegated(p: argparse.ArgumentParser, module: str, wanted: bool, model_options: bool) -> None:
+    """Wire a subcommand whose arguments and main live in ``module``.
+
+    The module is imported only when this subcommand is being run (so ``infill --help`` stays
+    fast and works without it).
+    """
+    p.set_defaults(handler=_run_delegated, module=module)
+    if not wanted:
+        return
+    mod = _try_import(module)
+    if mod is None:
+        p.set_defaults(module_missing=True)
+        return
+    if model_options:
+        _model_options(p)
+    mod.add_arguments(p)
+    try:
+        _logging_options(p)
+    except argparse.ArgumentError:  # the module has its own -q/-v
+        pass
+
+
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Code infilling with a masked-diffusion language model.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_fill(sub)
+    words = _first_commands(argv)
+    train = sub.add_parser("train", help="train a model (see infill train --help)", add_help=True)
+    _add_delegated(train, "infill.train", wanted=words[:1] == ["train"], model_options=False)
+    bench = sub.add_parser("bench", help="benchmarks")
+    bench_sub = bench.add_subparsers(dest="bench_command", metavar="BENCHMARK", required=True)
+    quality = bench_sub.add_parser("quality", help="HumanEval-Infilling quality (pass@1, exact match)")
+    _add_delegated(quality, "infill.bench.quality", wanted=words[:2] == ["bench", "quality"], model_options=True)
+    return parser
+
+
+# ----------------------------------------------------------------------------------------------
+# Entry point.
+
+
+def _setup_logging(verbose: int) -> None:
+    if verbose <= 0:
+        return
+    logger = logging.getLogger("infill")
+    logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
+    if not any(getattr(h, "_infill_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("infill: %(levelname)s: %(name)s: %(message)s"))
+        handler._infill_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+
+
+def error(message: str) -> int:
+    """Print the one line of a user error; the exit code."""
+    message = " ".join(str(message).split("\n"))  # always one line
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, --version, or an argument error (argparse printed it)
+        return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_USAGE)
+    _setup_logging(getattr(args, "verbose", 0))
+    try:
+        return args.handler(args)
+    except InfillError as e:
+        return error(str(e))
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; no file was changed", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `infill fill x.py | head`
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        except OSError:
+            pass
+        return EXIT_ERROR
+
+
+def _run_delegated(args: argparse.Namespace) -> int:
+    if getattr(args, "module_missing", False):
+        raise InputError(f"this command needs {args.module}, which is not part of this installation")
+    mod = importlib.import_module(args.module)
+    params = inspect.signature(mod.main).parameters
+    if len(params) >= 2:  # main(args, engine): the CLI owns the model options
+        return mod.main(args, load_engine(args))
+    return mod.main(args)
+
+
+def load_engine(args: argparse.Namespace):
+    """The engine the model options describe (imports torch)."""
+    from .engine import DEFAULT_MODEL_DIR, Engine, EngineConfig
+
+    model_dir = args.model if args.model is not None else DEFAULT_MODEL_DIR
+    if args.model is not None and not Path(model_dir).exists():
+        raise InputError(f"--model {model_dir}: no such directory")
+    if not Path(model_dir).is_dir():
+        raise InputError(f"model directory {model_dir}: not a directory")
+    return Engine.load(EngineConfig(model_dir=Path(model_dir), device=args.device, threads=args.threads))
+
+
+# ----------------------------------------------------------------------------------------------
+# infill fill
+
+
+@dataclass
+class Source:
+    """One input: its text as read (markers included) and the holes to fill."""
+
+    path: str  # as given; "-" for stdin
+    original: str  # the text as read, markers included
+    text: str  # the text sent to the engine (markers removed)
+    holes: list[Hole]
+    language: str | None
+    real_path: Path | None = None  # resolved file (symlinks followed); None for stdin
+    stat: os.stat_result | None = None
+    filled: str = ""
+    result: object = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def is_stdin(self) -> bool:
+        return self.real_path is None
+
+
+def read_text_file(path: str) -> tuple[str, Path, os.stat_result]:
+    """Read a UTF-8 text file exactly (no newline translation). InputError for anything else."""
+    p = Path(path)
+    try:
+        real = p.resolve(strict=True)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (OSError, RuntimeError) as e:
+        raise InputError(f"{path}: cannot open ({e.strerror if isinstance(e, OSError) else e})") from None
+    if real.is_dir():
+        raise InputError(f"{path}: is a directory")
+    if not real.is_file():
+        raise InputError(f"{path}: not a regular file")
+    try:
+        st = real.stat()
+        data = real.read_bytes()
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror})") from None
+    return decode_text(data, path), real, st
+
+
+def decode_text(data: bytes, name: str) -> str:
+    if b"\0" in data:
+        raise InputError(f"{name}: binary file (contains NUL bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{name}: not UTF-8 text (invalid byte at offset {e.start})") from None
+
+
+def read_stdin() -> str:
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is not None:
+        return decode_text(stream.read(), "<stdin>")
+    return sys.stdin.read()  # a replaced text stream (tests): already decoded
+
+
+def gather(args: argparse.Namespace) -> list[Source]:
+    """Read every input and find its holes; InputError on the first bad one."""
+    if "-" in args.paths and len(args.paths) > 1:
+        raise InputError("'-' (stdin) cannot be mixed with file paths")
+    if args.write and "-" in args.paths:
+        raise InputError("--write needs files, not '-' (stdin)")
+    if args.at is not None and len(args.paths) > 1:
+        raise InputError("--at needs exactly one input")
+    sources: list[Source] = []
+    seen: set[Path] = set()
+    for path in args.paths:
+        if path == "-":
+            if args.at is not None and not args.language:
+                raise InputError("--at on stdin needs --language")
+            original, real, st = read_stdin(), None, None
+            language = args.language
+        else:
+            original, real, st = read_text_file(path)
+            if real in seen:
+                log.info("%s: given twice; filled once", path)
+                continue
+            seen.add(real)
+            language = args.language or language_for(path)
+        name = "<stdin>" if path == "-" else path
+        if args.at is not None:
+            try:
+                offset = position_to_offset(original, *args.at)
+            except InputError as e:
+                raise InputError(f"{name}: {e}") from None
+            text, holes = original, [Hole(start=offset, end=offset, max_tokens=args.max_tokens)]
+        else:
+            try:
+                text, holes = find_holes(original, args.max_tokens)
+            except InputError as e:
+                raise InputError(f"{name}: {e}") from None
+            if not holes:
+                raise InputError(f"{name}: no <FILL> markers (nothing to fill; use --at LINE:COL for a cursor)")
+        sources.append(Source(path=path, original=original, text=text, holes=holes, language=language, real_path=real, stat=st))
+    return sources
+
+
+def sampling_options(args: argparse.Namespace):
+    from .protocol import SamplingOptions
+
+    return SamplingOptions(
+        steps=args.steps,
+        threshold=args.threshold,
+        policy=args.policy,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        seed=args.seed,
+        candidates=args.candidates,
+        constrained=args.constrained,
+    )
+
+
+def run_fill(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    sources = gather(args)  # all input errors before the (slow) model load
+    from .protocol import FillRequest
+
+    options = sampling_options(args)
+    requests = [
+        FillRequest(text=s.text, holes=s.holes, language=s.language, options=options, path=None if s.is_stdin else s.path)
+        for s in sources
+    ]
+    t_load = time.perf_counter()
+    engine = load_engine(args)
+    t_fill = time.perf_counter()
+    results = engine.fill_batch(requests)  # every hole of every file, one batched call
+    fill_s = time.perf_counter() - t_fill
+    for s, r in zip(sources, results):
+        nl = newline_of(s.text)
+        s.result = r
+        s.filled = apply_fills(s.text, s.holes, [match_newlines(f.text, nl) for f in r.fills])
+
+    if args.write:
+        write_all(sources)
+    elif args.json:
+        device = str(getattr(engine, "device", ""))
+        for s in sources:
+            print(json.dumps(json_record(s, device), ensure_ascii=False), flush=False)
+    else:
+        for s in sources:
+            if s.is_stdin:
+                sys.stdout.write(s.filled)
+            else:
+                sys.stdout.write(unified_diff(s.original, s.filled, s.path))
+    sys.stdout.flush()
+
+    if not args.quiet:
+        n_holes = sum(len(s.holes) for s in sources)
+        tokens = sum(r.timings.tokens_filled for r in results)
+        wall = time.perf_counter() - t0
+        what = f"{len(sources)} file{'s' if len(sources) != 1 else ''}"
+        if sources[0].is_stdin:
+            what = "stdin"
+        done = "wrote" if args.write else "filled"
+        print(
+            f"{PROG}: {done} {n_holes} hole{'s' if n_holes != 1 else ''} in {what}: {tokens} tokens, "
+            f"{wall:.2f} s (model load {t_fill - t_load:.2f} s, fill {fill_s:.2f} s) with {results[0].model} on {engine.device}",
+            file=sys.stderr,
+        )
+    return EXIT_OK
+
+
+def json_record(s: Source, device: str) -> dict:
+    import msgspec
+
+    r = s.result
+    holes = []
+    for h in s.holes:
+        line, col = line_col(s.text, h.start)
+        holes.append({"start": h.start, "end": h.end, "max_tokens": h.max_tokens, "line": line, "column": col})
+    return {
+        "path": s.path,
+        "language": s.language,
+        "model": r.model,
+        "device": device,
+        "holes": holes,
+        "fills": [msgspec.to_builtins(f) for f in r.fills],
+        "timings": msgspec.to_builtins(r.timings),
+        "changed": s.filled != s.original,
+    }
+
+
+def unified_diff(old: str, new: str, path: str) -> str:
+    """A unified diff (git style ``a/`` ``b/`` names), keeping CR characters and marking a
+    missing final newline with ``\\ No newline at end of file``."""
+    name = path.lstrip("/")
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    out = []
+    for line in difflib.unified_diff(a, b, f"a/{name}", f"b/{name}"):
+        if line.startswith(("---", "+++")):
+            out.append(line.rstrip("\n") + "\n")
+        elif line.endswith("\n"):
+            out.append(line)
+        else:
+            out.append(line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+# ----------------------------------------------------------------------------------------------
+# Atomic writes.
+
+
+def write_all(sources: list[Source]) -> None:
+    """Replace every file that changed, all or nothing as far as the OS allows.
+
+    Each new text goes to a temporary file beside its target (same permissions), fsynced; only
+    when all are staged are they renamed over the targets, one ``os.replace`` each. An error or
+    Ctrl-C while staging removes the temporary files and leaves every target untouched.
+    """
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for s in sources:
+            if s.filled == s.original:
+                continue
+            assert s.real_path is not None and s.stat is not None
+            check_unchanged(s)
+            staged.append((stage(s.real_path, s.filled, s.stat), s.real_path))
+        for tmp, target in staged:
+            os.replace(tmp, target)
+            fsync_dir(target.parent)
+    except BaseException:
+        for tmp, _ in staged:
+            try:
+                tmp.unlink()
+            except FileNotFoundError:
+                pass
+        raise
+
+
+def check_unchanged(s: Source) -> None:
+    try:
+        st = s.real_path.stat()
+    except OSError:
+        raise InputError(f"{s.path}: disappeared while filling; not written") from None
+    if (st.st_mtime_ns, st.st_size) != (s.stat.st_mtime_ns, s.stat.st_size):
+        raise InputError(f"{s.path}: changed on disk while filling; nothing written")
+
+
+def stage(target: Path, text: str, st: os.stat_result) -> Path:
+    """Write ``text`` to a fsynced temporary file beside ``target`` with its permissions."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".infill-tmp", dir=target.parent)
+    except PermissionError:
+        raise InputError(f"{target}: cannot write beside it (permission denied)") from None
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8"))
+            f.flush()
+            os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode))
+            try:
+                os.fchown(f.fileno(), st.st_uid, st.st_gid)
+            except (PermissionError, AttributeError):
+                pass
+            os.fsync(f.fileno())
+    except PermissionError:
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"{target}: cannot write beside it (permission denied)") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""Engine-level behaviour with the tiny random model (see conftest.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from infill.engine import Engine, EngineConfig, budget_split, candidate_plan, segment_texts, validate
+from infill.errors import InfillError, RequestError
+from infill.holes import find_holes
+from infill.protocol import FillRequest, Hole, SamplingOptions
+
+CODE = "def add(a, b):\n    return a + b\n\n"
+
+
+def test_budget_split_prefers_prefix():
+    assert budget_split([10, 5], 100, 0.75) == [(0, 10), (5, 0)]  # everything fits
+    assert budget_split([500, 500], 64, 0.75) == [(0, 48), (16, 0)]
+    assert budget_split([500, 5], 64, 0.75) == [(0, 59), (5, 0)]  # a short suffix leaves room
+    assert budget_split([5, 500], 64, 0.75) == [(0, 5), (59, 0)]
+    keep = budget_split([300, 100, 300], 64, 0.75)
+    assert sum(a + b for a, b in keep) <= 64 and keep[0][1] > keep[2][0]
+
+
+def test_prepare_trims_to_budget_keeping_text_near_the_hole(tiny_engine):
+    engine = Engine(tiny_engine.model, tiny_engine.tokenizer, EngineConfig(context_tokens=64), model_id="t")
+    prefix = "".join(f"x{i} = {i} * {i}\n" for i in range(400))
+    suffix = "".join(f"y{i} = {i} + {i}\n" for i in range(400))
+    p = engine.prepare(FillRequest(text=prefix + suffix, holes=[Hole(len(prefix), len(prefix), 8)]))
+    pre, suf = p.segments
+    assert len(pre) + len(suf) <= 64
+    assert len(pre) == 48 and len(suf) == 16  # prefix-heavy: 75% of the budget
+    tok = engine.tokenizer
+    assert prefix.endswith(tok.decode(pre)) and "x399 = 399 * 399\n" in tok.decode(pre)
+    assert suffix.startswith(tok.decode(suf)) and tok.decode(suf).startswith("y0 = 0")
+
+
+@pytest.mark.parametrize(
+    "holes",
+    [[], [Hole(0, 99)], [Hole(-1, 0)], [Hole(3, 2)], [Hole(2, 5), Hole(4, 6)], [Hole(5, 5), Hole(2, 2)],
+     [Hole(0, 0, 0)], [Hole(0, 0, 513)]],
+)
+def test_validate_rejects(holes, tiny_engine):
+    req = FillRequest(text="0123456789", holes=holes)
+    with pytest.raises(RequestError):
+        validate(req)
+    with pytest.raises(InfillError):
+        tiny_engine.fill(req)
+
+
+def test_validate_accepts_adjacent_and_replacing_holes():
+    validate(FillRequest(text="0123456789", holes=[Hole(0, 2), Hole(2, 2), Hole(2, 4), Hole(10, 10)]))
+    assert segment_texts(FillRequest(text="0123456789", holes=[Hole(1, 3), Hole(5, 5)])) == ["0", "34", "56789"]
+
+
+def test_fill_returns_one_fill_per_hole_with_timings(tiny_engine):
+    text = CODE + "def sub(a, b):\n    return \n"
+    req = FillRequest(text=text, holes=[Hole(5, 5, 4), Hole(len(text) - 1, len(text) - 1, 6)])
+    r = tiny_engine.fill(req)
+    assert len(r.fills) == 2
+    for f in r.fills:
+        assert isinstance(f.text, str) and math.isfinite(f.score) and f.score <= 0
+    t = r.timings
+    assert t.total_ms > 0 and t.denoise_ms > 0 and t.context_ms > 0 and t.tokenize_ms > 0
+    assert t.steps > 0 and t.context_tokens > 0 and t.candidates == 2 and 0 <= t.tokens_filled <= 10
+    assert r.model == "tiny-test"
+
+
+def test_two_holes_are_denoised_jointly_in_one_pass(tiny_engine, monkeypatch):
+    model = tiny_engine.model
+    widths, contexts = [], []
+    real_logits, real_encode = model.window_logits, model.encode_context
+
+    def window_logits(ids, pos, valid, ctx):
+        widths.append(tuple(ids.shape))
+        return real_logits(ids, pos, valid, ctx)
+
+    def encode_context(ids, seg):
+        contexts.append(tuple(ids.shape))
+        return real_encode(ids, seg)
+
+    monkeypatch.setattr(model, "window_logits", window_logits)
+    monkeypatch.setattr(model, "encode_context", encode_context)
+    text = "a = 1\nb = \nc = \nd = 4\n"
+    req = FillRequest(text=text, holes=[Hole(10, 10, 4), Hole(15, 15, 6)], options=SamplingOptions(candidates=1))
+    r = tiny_engine.fill(req)
+    assert len(r.fills) == 2
+    assert len(contexts) == 1  # the context is encoded once
+    # One denoising loop: every model call sees one row holding both windows (4 + 6 slots).
+    assert widths == [(1, 10)] * r.timings.steps
+    assert r.timings.steps == math.ceil(10 / tiny_engine.config.tokens_per_step)
+
+
+def _requests(options: SamplingOptions) -> list[FillRequest]:
+    texts = [
+        CODE + "x = <FILL:6>\n",
+        "import os\n\nprint(os.path.join(<FILL:5>, 'b'))\n",
+        "for i in range(10):\n    <FILL:8>\n    print(i)\n",
+        "class A:\n    def f(self):\n        return <FILL:6>\n\n    def g(self):\n        return <FILL:3>\n",
+    ]
+    out = []
+    for t in texts:
+        text, holes = find_holes(t)
+        out.append(FillRequest(text=text, holes=holes, options=options))
+    return out
+
+
+@pytest.mark.parametrize("options", [SamplingOptions(steps=4), SamplingOptions(steps=3, policy="margin", candidates=3)])
+def test_fill_batch_equals_single_fills_greedy(tiny_engine, options):
+    reqs = _requests(options)
+    single = [tiny_engine.fill(r) for r in reqs]
+    batch = tiny_engine.fill_batch(reqs)
+    assert [[f.text for f in r.fills] for r in batch] == [[f.text for f in r.fills] for r in single]
+    assert [r.timings.steps for r in batch] == [r.timings.steps for r in single]
+    for b, s in zip(batch, single):
+        assert [f.score for f in b.fills] == pytest.approx([f.score for f in s.fills], abs=1e-4)
+
+
+def test_candidate_plan():
+    assert candidate_plan(SamplingOptions(), 2) == [(1.0, 0), (0.5, 0)]
+    assert candidate_plan(SamplingOptions(temperature=0.5, candidates=4, seed=7), 2) == [(1.0, 7), (0.5, 7), (1.0, 8), (0.5, 8)]
+
+
+def test_fill_batch_equals_single_fills_default_schedule(tiny_engine):
+    reqs = _requests(SamplingOptions())
+    single = [tiny_engine.fill(r) for r in reqs]
+    batch = tiny_engine.fill_batch(reqs)
+    assert [[f.text for f in r.fills] for r in batch] == [[f.text for f in r.fills] for r in single]
+    assert [r.timings.steps for r in batch] == [r.timings.steps for r in single]
