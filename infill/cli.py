@@ -160,7 +160,7 @@ def _add_fill(sub) -> None:
     g.add_argument("--steps", type=_int_in(1), default=None, help="denoising steps (default: the engine's schedule)")
     g.add_argument("--threshold", type=_float_in(0.0, 1.0), default=None,
                    help="commit every token above this confidence each step (at least one)")
-    g.add_argument("--policy", choices=["confidence", "margin", "entropy"], default="confidence",
+    g.add_argument("--policy", choices=["confidence", "margin", "entropy", "left-to-right"], default="confidence",
                    help="which masked tokens to commit first (default: confidence)")
     g.add_argument("--temperature", type=_float_in(0.0), default=0.0, help="0 = greedy (default)")
     g.add_argument("--top-p", type=_float_in(0.0, 1.0, lo_open=True), default=1.0, help="nucleus sampling (default: 1.0)")
@@ -227,6 +227,10 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     bench_sub = bench.add_subparsers(dest="bench_command", metavar="BENCHMARK", required=True)
     quality = bench_sub.add_parser("quality", help="HumanEval-Infilling quality (pass@1, exact match)")
     _add_delegated(quality, "infill.bench.quality", wanted=words[:2] == ["bench", "quality"], model_options=True)
+    lsp = sub.add_parser("lsp", help="the language server (stdio, --tcp, --ws)")
+    _add_delegated(lsp, "infill_lsp.cli", wanted=words[:1] == ["lsp"], model_options=True)
+    speed = bench_sub.add_parser("speed", help="latency and tokens/s (windows x contexts, steps, batching, CPU/CUDA)")
+    _add_delegated(speed, "infill.bench.speed", wanted=words[:2] == ["bench", "speed"], model_options=True)
     return parser
 
 

@@ -19,6 +19,7 @@ from typing import Callable
 
 import torch
 
+from . import constraints as syntax_constraints
 from .errors import InfillError, ModelLoadError, RequestError
 from .model import DiffusionLM, load_model, read_config
 from .protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
@@ -273,6 +274,10 @@ class Engine:
             wpos_t[r, : len(win_pos[r])] = torch.tensor(win_pos[r], dtype=torch.long)
             hole_t[r, : len(win_hole[r])] = torch.tensor(win_hole[r], dtype=torch.long)
         rows_t = torch.tensor(rows, dtype=torch.long, device=dev)
+        # Syntax constraint (steer, repair, judge) unless the caller brought its own.
+        syntax = None
+        if constraint is None:
+            syntax = syntax_constraints.for_chunk([p.request for p in prepared], rows, hole_t, self.tokenizer, cfg.pad_id, cfg.mask_id)
         bound = self.model.bind_context(cache, rows_t, cpos_t.to(dev))
         valid = hole_t >= 0
         state = Windows(
@@ -294,7 +299,7 @@ class Engine:
         # 3. Denoise all rows together.
         t0 = time.perf_counter()
         finished_at = torch.zeros(R, dtype=torch.long)
-        for step in denoise_steps(self.model, bound, state, schedule, gens, constraint or NoConstraint(), cancel, deadline, row_steps):
+        for step in denoise_steps(self.model, bound, state, schedule, gens, constraint or syntax or NoConstraint(), cancel, deadline, row_steps):
             finished_at = torch.where((finished_at == 0) & ~step.masked.any(1).cpu(), step.step, finished_at)
             if on_draft is not None:
                 texts = [self.decode_hole(step.ids[0], state.hole[0], h) for h in range(len(win_len[0]))]
@@ -305,7 +310,7 @@ class Engine:
         ids = state.ids.cpu()
         logprob = state.logprob.float().cpu()
         hole = state.hole.cpu()
-        best: dict[int, tuple[float, list[Fill], int]] = {}
+        best: dict[int, tuple[tuple[bool, float], list[Fill], int]] = {}
         for r in range(R):
             fills, total, count, filled = [], 0.0, 0, 0
             for h in range(len(win_len[r])):
@@ -319,8 +324,11 @@ class Engine:
                 filled += n
                 fills.append(Fill(text=self.tokenizer.decode(tok[:n].tolist()), score=float(lp.mean()) if len(lp) else 0.0))
             score = total / max(count, 1)
-            if rows[r] not in best or score > best[rows[r]][0]:
-                best[rows[r]] = (score, fills, filled)
+            if syntax is not None and syntax.checks[r] is not None:
+                fills = self._finish_syntax(syntax, r, prepared[rows[r]].request, fills)
+            key = (fills[0].valid is True, score)  # syntax-valid candidates first, then by score
+            if rows[r] not in best or key > best[rows[r]][0]:
+                best[rows[r]] = (key, fills, filled)
         total_ms = (time.perf_counter() - t_start) * 1000
         for ri, p in enumerate(prepared):
             _, fills, filled = best[ri]
@@ -333,8 +341,21 @@ class Engine:
                 tokens_filled=filled,
                 context_tokens=sum(len(s) for s in p.segments),
                 candidates=rows.count(ri),
+                constrain_ms=syntax.seconds * 1000 if syntax is not None else 0.0,
             )
             results[indices[ri]] = FillResult(fills=fills, timings=timings, model=self.model_id)
+
+    @staticmethod
+    def _finish_syntax(syntax, r: int, request: FillRequest, fills: list[Fill]) -> list[Fill]:
+        """Cut cursor completions at their syntactic unit's end; mark the row's fills valid or not."""
+        texts = []
+        for h, f in zip(request.holes, fills):
+            text = f.text
+            if h.start == h.end:
+                text = syntax_constraints.truncate_completion(syntax.checks[r].grammar, request.text[: h.start], text, request.text[h.end :])
+            texts.append(text)
+        valid = syntax.judge(r, texts)
+        return [Fill(text=t, score=f.score, valid=valid) for t, f in zip(texts, fills)]
 
     def decode_hole(self, ids: torch.Tensor, hole: torch.Tensor, h: int) -> str:
         """Text of hole h in one row so far: committed tokens up to the first pad, masks dropped."""

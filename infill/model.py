@@ -227,6 +227,11 @@ class DiffusionLM(nn.Module):
     @torch.no_grad()
     def window_logits(self, ids: torch.Tensor, pos: torch.Tensor, valid: torch.Tensor, ctx: BoundContext) -> torch.Tensor:
         """Logits [R, W, V] of the window slots ids/pos/valid [R, W], attending to ctx and all windows."""
+        return self.logits(self.window_hidden(ids, pos, valid, ctx))
+
+    @torch.no_grad()
+    def window_hidden(self, ids: torch.Tensor, pos: torch.Tensor, valid: torch.Tensor, ctx: BoundContext) -> torch.Tensor:
+        """Final hidden states [R, W, d] of the window slots (the sampler takes logits of masked ones)."""
         cos, sin = self._rope(pos)
         key_ok = torch.cat([ctx.valid, valid], dim=1)[:, None, None, :]
         x = self.embed(ids)
@@ -236,7 +241,7 @@ class DiffusionLM(nn.Module):
             v = torch.cat([cv, v], dim=2)
             att = F.scaled_dot_product_attention(apply_rope(q, cos, sin), k, v, attn_mask=key_ok)
             x = b.finish(x, att)
-        return self.logits(x)
+        return x
 
 
 # ----------------------------------------------------------------------------------------------

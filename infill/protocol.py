@@ -11,7 +11,7 @@ from typing import Literal
 
 import msgspec
 
-Policy = Literal["confidence", "margin", "entropy"]
+Policy = Literal["confidence", "margin", "entropy", "left-to-right"]
 
 
 class Hole(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -29,7 +29,7 @@ from .model import BoundContext, DiffusionLM
 class Schedule:
     steps: int  # denoising steps for a row (its masked slots spread evenly over them)
     threshold: float | None = None  # commit every slot with confidence above this instead
-    policy: str = "confidence"  # confidence | margin | entropy: which slots to commit first
+    policy: str = "confidence"  # confidence | margin | entropy | left-to-right: which slots first
     temperature: float = 0.0  # 0 = greedy
     top_p: float = 1.0
     max_repair_rounds: int = 2  # how often a constraint may send a full draft back
@@ -92,19 +92,19 @@ class CancelFlag(Protocol):
 
 
 def propose(
-    logits: torch.Tensor, schedule: Schedule, generators: list[torch.Generator] | None
+    logits: torch.Tensor, schedule: Schedule, noise: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per slot: proposed token, its log-probability, its confidence, and the policy's score.
 
-    logits [R, W, V] (mask already forbidden). Returns four [R, W] tensors.
+    logits [..., V] (mask already forbidden); ``noise`` uniform [..., V] when sampling with a
+    temperature. Returns four tensors of shape logits.shape[:-1].
     """
     logp = torch.log_softmax(logits.float(), dim=-1)
     if schedule.temperature > 0:
         tempered = torch.log_softmax(logits.float() / schedule.temperature, dim=-1)
         if schedule.top_p < 1.0:
             tempered = top_p_filter(tempered, schedule.top_p)
-        noise = torch.stack([torch.rand(tempered.shape[1:], generator=g) for g in generators]).to(tempered.device)
-        gumbel = -torch.log(-torch.log(noise.clamp_min(1e-20)))
+        gumbel = -torch.log(-torch.log(noise.to(tempered.device).clamp_min(1e-20)))
         token = (tempered + gumbel).argmax(-1)
         dist = tempered
     else:
@@ -112,7 +112,7 @@ def propose(
         dist = logp
     probs = dist.exp()
     conf = probs.gather(-1, token[..., None])[..., 0]
-    if schedule.policy == "confidence":
+    if schedule.policy in ("confidence", "left-to-right"):  # left-to-right reorders in the loop
         score = conf
     elif schedule.policy == "margin":
         top2 = probs.topk(2, dim=-1).values
@@ -122,6 +122,13 @@ def propose(
     else:
         raise ValueError(f"unknown unmasking policy {schedule.policy!r}")
     return token, logp.gather(-1, token[..., None])[..., 0], conf, score
+
+
+def scatter(values: torch.Tensor, where: torch.Tensor, fill) -> torch.Tensor:
+    """Place values [N] at the True slots of where [R, W]; ``fill`` elsewhere."""
+    out = torch.full(where.shape, fill, dtype=values.dtype, device=values.device)
+    out[where] = values
+    return out
 
 
 def top_p_filter(logp: torch.Tensor, top_p: float) -> torch.Tensor:
@@ -177,6 +184,7 @@ def pad_tail(hole: torch.Tensor, committed_pad: torch.Tensor, masked: torch.Tens
 # The loop.
 
 
+@torch.no_grad()
 def denoise_steps(
     model: DiffusionLM,
     ctx: BoundContext,
@@ -217,10 +225,24 @@ def denoise_steps(
             steps_left = torch.ceil(planned * share).long().clamp_min(1)
         if cancel is not None and cancel.is_set():
             raise Cancelled("fill cancelled")
-        logits = model.window_logits(state.ids, state.pos, valid, ctx)
-        logits[..., cfg.mask_id] = float("-inf")
-        token, logp, conf, score = propose(logits, schedule, generators)
+        # Logits only for masked slots: committed ones need none (the vocabulary projection is
+        # the largest cost of a step for a small model).
         candidates = state.masked
+        hidden = model.window_hidden(state.ids, state.pos, valid, ctx)
+        logits = model.logits(hidden[candidates])
+        logits[:, cfg.mask_id] = float("-inf")
+        noise = None
+        if schedule.temperature > 0:  # one generator per row: a row's draws do not depend on its batch
+            noise = torch.stack([torch.rand((state.ids.shape[1], logits.shape[-1]), generator=g) for g in generators])
+            noise = noise[candidates.cpu()]
+        tok_m, logp_m, conf_m, score_m = propose(logits, schedule, noise)
+        pad_logp = scatter(torch.log_softmax(logits.float(), -1)[:, cfg.pad_id], candidates, 0.0)
+        token = scatter(tok_m, candidates, cfg.pad_id)
+        logp = scatter(logp_m, candidates, 0.0)
+        conf = scatter(conf_m, candidates, 0.0)
+        score = scatter(score_m, candidates, float("-inf"))
+        if schedule.policy == "left-to-right":  # the autoregressive-equivalent order
+            score = torch.where(candidates, -state.pos.float(), float("-inf"))
         allowed = constraint.admissible(state, token, candidates) & candidates
         hurry = deadline is not None and time.monotonic() >= deadline
         k = tokens_this_step(candidates.sum(1), steps_left)
@@ -231,7 +253,7 @@ def denoise_steps(
         commit_pad = pick & (token == cfg.pad_id)
         tail = pad_tail(state.hole, commit_pad | (~state.masked & (state.ids == cfg.pad_id) & valid), state.masked & ~pick)
         token = torch.where(tail, torch.full_like(token, cfg.pad_id), token)
-        logp = torch.where(tail, torch.log_softmax(logits.float(), -1)[..., cfg.pad_id], logp)
+        logp = torch.where(tail, pad_logp, logp)
         pick |= tail
         if hurry:
             pick = candidates.clone()

@@ -70,17 +70,17 @@ def test_fill_returns_one_fill_per_hole_with_timings(tiny_engine):
 def test_two_holes_are_denoised_jointly_in_one_pass(tiny_engine, monkeypatch):
     model = tiny_engine.model
     widths, contexts = [], []
-    real_logits, real_encode = model.window_logits, model.encode_context
+    real_hidden, real_encode = model.window_hidden, model.encode_context
 
-    def window_logits(ids, pos, valid, ctx):
+    def window_hidden(ids, pos, valid, ctx):
         widths.append(tuple(ids.shape))
-        return real_logits(ids, pos, valid, ctx)
+        return real_hidden(ids, pos, valid, ctx)
 
     def encode_context(ids, seg):
         contexts.append(tuple(ids.shape))
         return real_encode(ids, seg)
 
-    monkeypatch.setattr(model, "window_logits", window_logits)
+    monkeypatch.setattr(model, "window_hidden", window_hidden)
     monkeypatch.setattr(model, "encode_context", encode_context)
     text = "a = 1\nb = \nc = \nd = 4\n"
     req = FillRequest(text=text, holes=[Hole(10, 10, 4), Hole(15, 15, 6)], options=SamplingOptions(candidates=1))

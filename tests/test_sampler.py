@@ -23,7 +23,10 @@ class Scripted:
         self.confidence = confidence  # [W] logit margins; higher = more confident
         self.pad_from = pad_from  # slots from here on prefer pad
 
-    def window_logits(self, ids, pos, valid, ctx):
+    def logits(self, h):
+        return h
+
+    def window_hidden(self, ids, pos, valid, ctx):
         self.calls += 1
         R, W = ids.shape
         logits = torch.zeros(R, W, V)
@@ -183,3 +186,21 @@ def test_two_holes_are_filled_jointly_in_one_pass_per_step():
     state, n = denoise(model, empty_ctx(1), fresh(W=8, holes=holes), Schedule(steps=4))
     assert n == model.calls == 4  # one model call per step covers both holes
     assert not state.masked.any()
+
+
+def test_left_to_right_policy_commits_in_position_order():
+    conf = torch.tensor([1.0, 9.0, 2.0, 8.0])
+    model = Scripted(confidence=conf)
+    order = [step.committed[0].nonzero().flatten().tolist() for step in
+             denoise_steps(model, empty_ctx(1), fresh(W=4), Schedule(steps=4, policy="left-to-right"))]
+    assert order == [[0], [1], [2], [3]]
+
+
+def test_sampling_builds_no_autograd_graph():
+    model = _tiny()
+    ctx = model.bind_context(model.encode_context(torch.tensor([[5, 6, 7]]), torch.zeros(1, 3, dtype=torch.long)),
+                             torch.tensor([0]), torch.tensor([[0, 1, 2]]))
+    state = fresh(W=4)
+    state.pos = state.pos + 3
+    denoise(model, ctx, state, Schedule(steps=2))
+    assert not state.logprob.requires_grad

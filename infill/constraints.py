@@ -1,0 +1,252 @@
+"""The sampler's syntax constraint: steer, repair, judge and select fills with tree-sitter.
+
+:class:`SyntaxConstraint` implements the sampler's ``Constraint`` protocol for one engine chunk
+(rows = candidates of requests; each row's window slots belong to that request's holes):
+
+- ``admissible``: for the first masked slot of each hole, the steering lexer
+  (infill/steering.py) refuses a proposed token that breaks bracket, quote or indentation rules
+  given the hole's left context and the tokens committed before it;
+- ``remask``: after a full draft, each row's fills are parsed with the document
+  (infill/syntax.py); the slots whose token bytes overlap a newly introduced ERROR or MISSING
+  node are sent back to be denoised again (the sampler bounds the rounds);
+- ``judge``: whether a row's final fill texts are syntax-valid (for ``Fill.valid`` and for
+  selection: valid candidates first, then by model score).
+
+Requests without a known, installed grammar, or with ``constrained=False``, get no checks (their
+rows are let through and judged ``None``). A constraint that fails internally logs once and lets
+the fill go on unconstrained: it never breaks a fill. Nothing here runs the model.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import torch
+
+from .languages import grammar as lookup_grammar
+from .protocol import FillRequest
+from .steering import LexState, Lexer
+from .syntax import Document, hole_context, truncate_completion
+
+log = logging.getLogger(__name__)
+
+__all__ = ["RequestCheck", "SyntaxConstraint", "for_chunk", "is_valid", "truncate_completion"]
+
+_SYNTAX_CHARS = set("()[]{}\"'`")
+
+
+class RequestCheck:
+    """One request's parsed document and one steering lexer per hole (None: not steered)."""
+
+    def __init__(self, request: FillRequest):
+        g = lookup_grammar(request.language)
+        if g is None:
+            raise LookupError(request.language)
+        self.grammar = g
+        self.doc = Document(g, request.text, [(h.start, h.end) for h in request.holes])
+        self.lexers: list[Lexer | None] = []
+        for i in range(len(request.holes)):
+            ctx = hole_context(self.doc, i)
+            self.lexers.append(None if ctx.in_text else Lexer(g.spec, ctx))
+        self._valid: dict[tuple[bytes, ...], bool] = {}
+
+    def valid(self, fills: list[bytes]) -> bool:
+        key = tuple(fills)
+        if key not in self._valid:
+            self._valid[key] = self.doc.valid(fills)
+        return self._valid[key]
+
+
+def is_valid(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> bool | None:
+    """Does ``text`` with ``fills`` in ``holes`` (str offsets) parse with no new error node?
+
+    None when the language has no usable grammar. For benchmarks and callers outside the engine.
+    """
+    g = lookup_grammar(language)
+    if g is None:
+        return None
+    return Document(g, text, holes).valid([f.encode("utf-8", "surrogatepass") for f in fills])
+
+
+class SyntaxConstraint:
+    """The Constraint of one engine chunk. ``checks[r]`` is row r's request check (or None)."""
+
+    def __init__(self, checks: list[RequestCheck | None], hole: torch.Tensor, tokenizer, pad_id: int, mask_id: int):
+        self.checks = checks
+        self.tokenizer = tokenizer
+        self.pad_id, self.mask_id = pad_id, mask_id
+        hole = hole.cpu()
+        # slots[r][h]: the window slots of hole h in row r, in order.
+        self.slots: list[list[list[int]]] = []
+        for r in range(hole.shape[0]):
+            n = int(hole[r].max()) + 1 if (hole[r] >= 0).any() else 0
+            self.slots.append([(hole[r] == h).nonzero().flatten().tolist() for h in range(n)])
+        self._bytes: dict[int, bytes] = {}
+        self._lex: dict[tuple[int, int], tuple[list[int], LexState]] = {}
+        self.seconds = 0.0
+        self._failed = False
+
+    # -- tokens ------------------------------------------------------------------------------
+
+    def token_bytes(self, t: int) -> bytes:
+        b = self._bytes.get(t)
+        if b is None:
+            b = self._bytes[t] = b"" if t in (self.pad_id, self.mask_id) else self.tokenizer.token_bytes(t)
+        return b
+
+    def _text(self, tokens: list[int]) -> str:
+        return b"".join(self.token_bytes(t) for t in tokens).decode("utf-8", "replace")
+
+    def _fill_tokens(self, ids: list[int]) -> list[int]:
+        return ids[: ids.index(self.pad_id)] if self.pad_id in ids else ids
+
+    def _state(self, r: int, h: int, lexer: Lexer, run: list[int]) -> LexState:
+        """Lexer state after the committed run ``run`` of hole h in row r (cached, incremental)."""
+        cached = self._lex.get((r, h))
+        if cached is not None and run[: len(cached[0])] == cached[0]:
+            done, st = cached
+            if len(run) > len(done):
+                st = lexer.feed(st, self._text(run[len(done) :]))[0]
+        else:
+            st = lexer.feed(lexer.start, self._text(run))[0]
+        self._lex[(r, h)] = (list(run), st)
+        return st
+
+    # -- the protocol ------------------------------------------------------------------------
+
+    def admissible(self, state, proposal: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        if self._failed:
+            return candidates
+        t0 = time.perf_counter()
+        try:
+            ids, masked, prop = state.ids.cpu(), state.masked.cpu(), proposal.cpu()
+            refuse = torch.zeros_like(masked)
+            for r, check in enumerate(self.checks):
+                if check is None:
+                    continue
+                for h, slots in enumerate(self.slots[r]):
+                    lexer = check.lexers[h] if h < len(check.lexers) else None
+                    if lexer is None or not slots:
+                        continue
+                    row_ids, row_masked = ids[r, slots].tolist(), masked[r, slots].tolist()
+                    first = next((k for k, m in enumerate(row_masked) if m), None)
+                    if first is None or self.pad_id in row_ids[:first]:
+                        continue
+                    st = self._state(r, h, lexer, row_ids[:first])
+                    tok = int(prop[r, slots[first]])
+                    ok = lexer.can_end(st) if tok == self.pad_id else lexer.accepts(st, self._text([tok]))
+                    if not ok:
+                        refuse[r, slots[first]] = True
+            return candidates & ~refuse.to(candidates.device)
+        except Exception:  # never break a fill
+            self._fail("admissible")
+            return candidates
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def remask(self, state) -> torch.Tensor:
+        out = torch.zeros_like(state.masked)
+        if self._failed:
+            return out
+        t0 = time.perf_counter()
+        try:
+            ids = state.ids.cpu()
+            flag = torch.zeros(out.shape, dtype=torch.bool)
+            for r, check in enumerate(self.checks):
+                if check is not None:
+                    for s in self._repair_row(check, r, ids[r].tolist()):
+                        flag[r, s] = True
+            return flag.to(out.device)
+        except Exception:
+            self._fail("remask")
+            return out
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def _repair_row(self, check: RequestCheck, r: int, row: list[int]) -> set[int]:
+        """Window slots of row r whose tokens overlap errors its fills introduced."""
+        holes = []  # per hole: (slots, fill tokens, byte offset of each token in its fill)
+        fills = []
+        for slots in self.slots[r]:
+            toks = self._fill_tokens([row[s] for s in slots])
+            offs, at = [], 0
+            for t in toks:
+                offs.append(at)
+                at += len(self.token_bytes(t))
+            holes.append((slots, toks, offs))
+            fills.append(b"".join(self.token_bytes(t) for t in toks))
+        errors, spans = check.doc.new_errors(fills)
+        check._valid[tuple(fills)] = not errors
+        flag: set[int] = set()
+
+        def touches(s0: int, s1: int) -> list[int]:
+            return [h for h, (a, b) in enumerate(spans) if s0 <= b and a <= s1]
+
+        for err in errors:
+            if touches(err.start, err.end):
+                # Blame the stray parts of an ERROR node that touch a fill, else the whole node.
+                parts = [p for p in err.parts if touches(*p)] or [(err.start, err.end)]
+                for s0, s1 in parts:
+                    for h in touches(s0, s1):
+                        flag.update(self._blame(holes[h], spans[h], s0, s1))
+            else:  # outside every fill (e.g. MISSING '}' at the end): blame the nearest fill before it
+                before = [h for h, (a, _) in enumerate(spans) if a <= err.start] or [0]
+                slots, toks, _ = holes[before[-1]]
+                syntax = [slots[k] for k, t in enumerate(toks) if _SYNTAX_CHARS & set(self._text([t]))]
+                flag.update(syntax or slots[max(len(toks) - 1, 0) :])
+        return flag
+
+    def _blame(self, hole, span: tuple[int, int], s0: int, s1: int) -> list[int]:
+        """Slots of one hole's fill whose tokens overlap error bytes [s0, s1] of the filled text."""
+        slots, toks, offs = hole
+        a, b = span
+        lo, hi = s0 - a, max(s1, s0 + 1) - a
+        if s0 == s1:
+            lo -= 1  # a MISSING node: blame the token before it too
+        hit = [slots[k] for k, t in enumerate(toks) if offs[k] < hi and offs[k] + len(self.token_bytes(t)) > lo]
+        if s1 >= b or not hit:  # at the fill's end: let it shrink (its last token) or grow (its pads)
+            hit += slots[max(len(toks) - 1, 0) :]
+        return hit
+
+    def judge(self, r: int, texts: list[str]) -> bool | None:
+        """Is row r with final fill texts ``texts`` valid? None if the row is not checked."""
+        check = self.checks[r] if r < len(self.checks) else None
+        if check is None or self._failed:
+            return None
+        t0 = time.perf_counter()
+        try:
+            return check.valid([t.encode("utf-8", "surrogatepass") for t in texts])
+        except Exception:
+            self._fail("judge")
+            return None
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def _fail(self, where: str) -> None:
+        log.exception("syntax constraint failed in %s; continuing without constraints", where)
+        self._failed = True
+
+
+def for_chunk(requests: list[FillRequest], rows: list[int], hole: torch.Tensor, tokenizer, pad_id: int, mask_id: int) -> SyntaxConstraint | None:
+    """The constraint for an engine chunk: ``rows[r]`` is the request index of row r.
+
+    None when no request in the chunk is constrained and has a usable grammar.
+    """
+    t0 = time.perf_counter()
+    checks: list[RequestCheck | None] = []
+    for req in requests:
+        check = None
+        if req.options.constrained and req.language:
+            try:
+                check = RequestCheck(req)
+            except LookupError:
+                pass  # unknown language: languages.grammar logged it once
+            except Exception:
+                log.exception("could not prepare syntax checks for %s; filling it unconstrained", req.path or "a request")
+        checks.append(check)
+    if not any(checks):
+        return None
+    c = SyntaxConstraint([checks[i] for i in rows], hole, tokenizer, pad_id, mask_id)
+    c.seconds += time.perf_counter() - t0
+    return c

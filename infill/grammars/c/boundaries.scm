@@ -1,0 +1,9 @@
+; Where an inline completion at a cursor stops: the end of the innermost unit that contains it.
+[
+  (expression_statement) (declaration) (return_statement) (if_statement)
+  (for_statement) (while_statement) (do_statement) (switch_statement)
+  (break_statement) (continue_statement) (goto_statement) (function_definition)
+  (type_definition) (preproc_include) (preproc_def)
+] @statement
+[(compound_statement) (field_declaration_list) (enumerator_list)] @block
+[(argument_list) (parameter_list) (initializer_list)] @arguments

@@ -1,0 +1,3 @@
+; Where brackets and quotes are text, not syntax.
+[(string_literal) (raw_string_literal) (char_literal) (system_lib_string)] @string
+(comment) @comment

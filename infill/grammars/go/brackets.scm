@@ -1,0 +1,2 @@
+; Bracket tokens (anonymous nodes). Openers and closers are paired in languages.toml.
+["(" ")" "[" "]" "{" "}"] @bracket

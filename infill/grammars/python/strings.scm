@@ -1,0 +1,3 @@
+; Where brackets and quotes are text, not syntax.
+(string) @string
+(comment) @comment

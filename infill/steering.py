@@ -1,0 +1,200 @@
+"""A cheap incremental lexer that tells whether a token may extend a fill's known left part.
+
+During denoising the sampler asks, for the first still-masked slot of each hole, whether the
+token proposed there may be committed given the hole's left context (from
+``syntax.hole_context``) and the tokens already committed before it. This lexer answers from
+characters alone, no parse: brackets, strings, comments, and for Python the offside rule.
+
+A token is refused only when it makes an error that no later token can undo:
+- a closing bracket that matches nothing, or not the innermost open bracket;
+- a closing bracket that closes a bracket the text after the hole still needs (``foo(a, |)``);
+- a newline inside a one-line string;
+- Python: a line indented where no block opens, deeper after no ':', or dedented to no level;
+- the end of the fill (pad) inside a string or block comment, or with its own brackets open.
+Anything it cannot be sure of, it lets through; a full parse judges the draft afterwards.
+It does not know tokens or tensors (infill/constraints.py maps those to text).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .languages import LanguageSpec
+from .syntax import HoleContext
+
+_RUST_CHAR = re.compile(r"'(?:\\[^\n']{1,10}|[^\\'\n])'")
+
+
+@dataclass(frozen=True)
+class LexState:
+    stack: tuple[str, ...] = ()  # brackets the fill opened and has not closed
+    popped: int = 0  # brackets of the left context the fill has closed
+    kind: str = ""  # "" (code), "str", "line" (comment) or "block" (comment)
+    delim: str = ""  # the closing delimiter of the string or block comment
+    escape: bool = False
+    tail: str = ""  # characters kept back until the next text shows what they start
+    levels: tuple[int, ...] | None = None  # Python: indentation levels, the current last
+    after_colon: bool = False
+    at_line_start: bool = False
+    indent: int = 0
+    last_sig: str = ""
+    cont: bool = False  # Python: a backslash continues the line
+
+
+class Lexer:
+    """The lexer of one hole: its language's token rules and the hole's left context."""
+
+    def __init__(self, spec: LanguageSpec, ctx: HoleContext):
+        self.spec, self.ctx = spec, ctx
+        self.pairs = spec.brackets
+        self.closers = set(self.pairs.values())
+        self.openers = {o for o in self.pairs if len(o) == 1}
+        self.starters = {d[0] for d in (*spec.quotes, *spec.line_comment, *(a for a, _ in spec.block_comment))}
+        if spec.char_literal == "rust":
+            self.starters.add("'")
+        self.lookahead = max([len(d) for d in (*spec.quotes, *spec.line_comment, *(a for a, _ in spec.block_comment))] + [1])
+        if spec.char_literal == "rust":
+            self.lookahead = max(self.lookahead, 4)
+        self.start = LexState(
+            levels=ctx.levels if spec.indent else None,
+            after_colon=ctx.after_colon,
+            at_line_start=ctx.at_line_start and spec.indent,
+            indent=ctx.indent,
+            last_sig=ctx.last_sig,
+        )
+
+    # -- the scan ----------------------------------------------------------------------------
+
+    def feed(self, st: LexState, text: str, final: bool = False) -> tuple[LexState, bool]:
+        """Scan ``text`` after state ``st``; return the new state and whether it broke no rule.
+
+        With ``final`` the text is taken to end there (nothing is kept back for lookahead).
+        """
+        spec, ctx, pairs = self.spec, self.ctx, self.pairs
+        s = st.tail + text
+        stack, popped, kind, delim, esc = list(st.stack), st.popped, st.kind, st.delim, st.escape
+        levels = list(st.levels) if st.levels is not None else None
+        after_colon, at_start, indent, last_sig, cont = st.after_colon, st.at_line_start, st.indent, st.last_sig, st.cont
+        ok, i, n, tail = True, 0, len(s), ""
+        base = len(ctx.base)
+        while i < n:
+            c = s[i]
+            if kind == "str":
+                if esc:
+                    esc = False
+                elif c == "\\" and delim not in spec.raw:
+                    esc = True
+                elif s.startswith(delim, i):
+                    kind, i = "", i + len(delim)
+                    continue
+                elif not final and len(delim) > 1 and n - i < len(delim) and delim.startswith(s[i:]):
+                    tail = s[i:]
+                    break
+                elif c == "\n" and delim not in spec.multiline:
+                    ok, kind = False, ""  # an unterminated one-line string
+                i += 1
+                continue
+            if kind == "block":
+                if s.startswith(delim, i):
+                    kind, i = "", i + len(delim)
+                    continue
+                if not final and n - i < len(delim) and delim.startswith(s[i:]):
+                    tail = s[i:]
+                    break
+                i += 1
+                continue
+            if kind == "line":
+                if c != "\n":
+                    i += 1
+                    continue
+                kind = ""
+            # code
+            if not final and c in self.starters and n - i < self.lookahead:
+                tail = s[i:]
+                break
+            depth = base - popped + len(stack)
+            if c == "\n":
+                if spec.indent:
+                    if cont:
+                        cont = False
+                    elif depth == 0:
+                        if not at_start:
+                            after_colon = last_sig == ":"
+                        at_start, indent = True, 0
+                i += 1
+                continue
+            if at_start and c in " \t\f\r":
+                indent = (indent // 8 + 1) * 8 if c == "\t" else indent + (c == " ")
+                i += 1
+                continue
+            comment = next((lc for lc in spec.line_comment if s.startswith(lc, i)), None)
+            if comment:
+                kind, i = "line", i + len(comment)
+                continue
+            block = next(((a, b) for a, b in spec.block_comment if s.startswith(a, i)), None)
+            if block:
+                kind, delim, i = "block", block[1], i + len(block[0])
+                continue
+            if c in " \t\f\r":
+                i += 1
+                continue
+            if at_start:  # the first significant character of a logical line: Python's offside rule
+                at_start = False
+                if levels is not None:
+                    if after_colon:
+                        if indent > levels[-1]:
+                            levels.append(indent)
+                        else:
+                            ok = False
+                    elif indent > levels[-1]:
+                        ok = False
+                    elif indent < levels[-1]:
+                        while len(levels) > 1 and levels[-1] > indent:
+                            levels.pop()
+                        ok = ok and levels[-1] == indent
+                after_colon = False
+            cont = c == "\\"
+            last_sig = c
+            if spec.char_literal == "rust" and c == "'":
+                m = _RUST_CHAR.match(s, i)
+                i += len(m.group(0)) if m else 1  # else a lifetime
+                continue
+            quote = next((q for q in spec.quotes if s.startswith(q, i)), None)
+            if quote:
+                kind, delim, esc, i = "str", quote, False, i + len(quote)
+                continue
+            if c in self.openers:
+                stack.append(c)
+            elif c in self.closers:
+                if stack:
+                    ok = ok and pairs[stack.pop()] == c
+                elif popped < base:
+                    top = base - popped - 1
+                    # Closing what the text after the hole still needs breaks that text.
+                    ok = ok and pairs[ctx.base[top]] == c and top < base - ctx.needed
+                    popped += 1
+                else:
+                    ok = False
+            i += 1
+        new = LexState(
+            tuple(stack), popped, kind, delim, esc, tail,
+            tuple(levels) if levels is not None else None, after_colon, at_start, indent, last_sig, cont,
+        )
+        return new, ok
+
+    # -- questions ---------------------------------------------------------------------------
+
+    def accepts(self, st: LexState, text: str) -> bool:
+        """May ``text`` follow the known left part whose state is ``st``?"""
+        return self.feed(st, text, final=True)[1]
+
+    def can_end(self, st: LexState) -> bool:
+        """May the fill end after the known left part whose state is ``st``?"""
+        st, ok = self.feed(st, "", final=True)
+        if not ok or st.kind in ("str", "block"):
+            return False
+        if st.kind == "line" and self.ctx.next_char not in ("", "\n", "\r"):
+            return False  # the comment would swallow the rest of the line
+        return not st.stack or self.ctx.surplus
+

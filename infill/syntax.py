@@ -1,0 +1,272 @@
+"""Tree-sitter judgements on a document with holes: new errors, bracket context, truncation.
+
+- :class:`Document` parses a request's text once and judges fills: prefix + fills + suffix must
+  have no ERROR or MISSING node that the document did not already have. Errors of the original
+  that touch a hole are the fill's business (a half-typed line is what a completion finishes);
+  errors elsewhere are the baseline, matched by position through the edit. Fills are parsed
+  incrementally from the original tree.
+- :func:`hole_context` tells the steering lexer (infill/steering.py) what is open at a hole's
+  start: brackets, strings or comments, and Python's indentation levels.
+- :func:`truncate_completion` cuts a cursor completion where its syntactic unit ends.
+
+Everything works in UTF-8 bytes (tree-sitter's unit); str offsets go through infill/textpos.py.
+Nothing here knows about tokens, tensors or the sampler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .languages import Grammar, grammar as lookup_grammar
+from .textpos import byte_to_point, byte_to_str, indent_width, str_to_byte
+
+
+@dataclass(frozen=True)
+class ErrorSpan:
+    start: int  # bytes
+    end: int
+    kind: str  # "ERROR" or "MISSING <type>"
+    # Where an ERROR node's trouble is: its stray tokens (leaf children) and nested errors; the
+    # well-formed subtrees it holds are left out. Empty: the whole span.
+    parts: tuple[tuple[int, int], ...] = ()
+
+
+def error_spans(node) -> list[ErrorSpan]:
+    """Outermost ERROR nodes and all MISSING nodes under ``node``, in document order."""
+    out: list[ErrorSpan] = []
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if n.is_error:
+            parts = tuple((k.start_byte, k.end_byte) for k in n.children if k.child_count == 0 or k.is_error or k.is_missing)
+            out.append(ErrorSpan(n.start_byte, n.end_byte, "ERROR", parts))
+        elif n.is_missing:
+            out.append(ErrorSpan(n.start_byte, n.end_byte, f"MISSING {n.type}"))
+        elif n.has_error:
+            todo.extend(reversed(n.children))
+    return out
+
+
+def _touch(a0: int, a1: int, b0: int, b1: int) -> bool:
+    """Do closed ranges [a0, a1] and [b0, b1] overlap or touch?"""
+    return a0 <= b1 and b0 <= a1
+
+
+class Document:
+    """A document with holes (str offsets, ordered, disjoint), parsed once."""
+
+    def __init__(self, grammar: Grammar, text: str, holes: list[tuple[int, int]]):
+        self.grammar = grammar
+        self.text = text
+        self.data = text.encode("utf-8", "surrogatepass")
+        self.spans = [(str_to_byte(text, s), str_to_byte(text, e)) for s, e in holes]
+        self.tree = grammar.parse(self.data)
+        self.baseline = [
+            e for e in error_spans(self.tree.root_node) if not any(_touch(e.start, e.end, s, t) for s, t in self.spans)
+        ]
+
+    def apply(self, fills: list[bytes]) -> tuple[bytes, list[tuple[int, int]]]:
+        """The filled document and each fill's byte span in it."""
+        parts, spans, at, out_len = [], [], 0, 0
+        for (s, e), f in zip(self.spans, fills):
+            parts.append(self.data[at:s])
+            out_len += s - at
+            spans.append((out_len, out_len + len(f)))
+            parts.append(f)
+            out_len += len(f)
+            at = e
+        parts.append(self.data[at:])
+        return b"".join(parts), spans
+
+    def parse(self, fills: list[bytes]):
+        """(tree, filled bytes, fill spans): the original tree edited and reparsed incrementally."""
+        data, spans = self.apply(fills)
+        tree = self.tree.copy()
+        for (s, e), f in reversed(list(zip(self.spans, fills))):  # last first: earlier offsets hold
+            row, col = byte_to_point(self.data, s)
+            nl = f.count(b"\n")
+            new_end = (row + nl, (len(f) - f.rfind(b"\n") - 1) if nl else col + len(f))
+            tree.edit(
+                start_byte=s,
+                old_end_byte=e,
+                new_end_byte=s + len(f),
+                start_point=(row, col),
+                old_end_point=byte_to_point(self.data, e),
+                new_end_point=new_end,
+            )
+        return self.grammar.parse(data, old_tree=tree), data, spans
+
+    def new_errors(self, fills: list[bytes]) -> tuple[list[ErrorSpan], list[tuple[int, int]]]:
+        """Errors of the filled document that the original did not have, and the fill spans."""
+        tree, _, spans = self.parse(fills)
+        # Map each baseline error into the filled document: shift by the growth of earlier holes.
+        shifted = []
+        for b in self.baseline:
+            delta = sum((f1 - f0) - (e - s) for (s, e), (f0, f1) in zip(self.spans, spans) if e <= b.start)
+            shifted.append((b.start + delta, b.end + delta))
+        new = []
+        for err in error_spans(tree.root_node):
+            in_fill = any(_touch(err.start, err.end, a, b) for a, b in spans)
+            if in_fill or not any(_touch(err.start, err.end, a, b) for a, b in shifted):
+                new.append(err)
+        return new, spans
+
+    def valid(self, fills: list[bytes]) -> bool:
+        return not self.new_errors(fills)[0]
+
+
+# ------------------------------------------------------------------------------------------------
+# What is open at a hole's start.
+
+
+@dataclass(frozen=True)
+class HoleContext:
+    """The syntactic situation at a hole's start, as the steering lexer needs it."""
+
+    in_text: bool  # the hole starts inside a string or comment: no steering
+    base: tuple[str, ...] = ()  # brackets open before the hole (opener tokens, outermost first)
+    needed: int = 0  # how many of the innermost ``base`` entries the text after the hole closes
+    surplus: bool = False  # the text after the hole closes more than ``base`` holds
+    next_char: str = ""  # the first character after the hole ("" at the end)
+    levels: tuple[int, ...] | None = None  # Python: indentation levels, current last; None = unknown
+    after_colon: bool = False  # Python: the last logical line ended with ':'
+    at_line_start: bool = False  # only whitespace between the line start and the hole
+    indent: int = 0  # width of that whitespace
+    last_sig: str = ""  # the last significant character before the hole on its logical line
+
+
+def _brackets(g: Grammar, root, start: int, end: int | None) -> list:
+    nodes = g.captures("brackets", root, start, end).get("bracket", [])
+    lo, hi = start, end if end is not None else root.end_byte
+    return sorted((n for n in nodes if not n.is_missing and n.start_byte >= lo and n.end_byte <= hi), key=lambda n: n.start_byte)
+
+
+def _inside_text(g: Grammar, doc: Document, pos: int) -> bool:
+    lo = max(pos - 1, 0)
+    caps = g.captures("strings", doc.tree.root_node, lo, pos + 1)
+    for name, nodes in caps.items():
+        for n in nodes:
+            if n.start_byte < pos < n.end_byte:
+                return True
+            if name == "comment" and n.start_byte < pos == n.end_byte and not doc.data[:pos].endswith(b"*/"):
+                return True
+    return False
+
+
+def _last_leaf(root, pos: int):
+    """The last non-comment leaf that starts before ``pos`` (None if there is none)."""
+    node, found = root, None
+    while True:
+        kids = [c for c in node.children if c.start_byte < pos and c.end_byte > c.start_byte and "comment" not in c.type]
+        if not kids:
+            return found
+        node = found = kids[-1]
+        if node.child_count == 0:
+            return node
+
+
+def _row_indent(data: bytes, node) -> int:
+    row_start = node.start_byte - node.start_point[1]
+    end = data.find(b"\n", row_start)
+    return indent_width(data[row_start : end if end >= 0 else len(data)])
+
+
+def hole_context(doc: Document, i: int) -> HoleContext:
+    """What the steering lexer must know at the start of hole ``i`` of ``doc``."""
+    g, data, root = doc.grammar, doc.data, doc.tree.root_node
+    s, e = doc.spans[i]
+    if _inside_text(g, doc, s):
+        return HoleContext(in_text=True)
+    pairs = g.spec.brackets
+    # In an error-free tree, top-level nodes wholly before the hole's own are balanced.
+    tops = [c for c in root.children if c.start_byte <= s]
+    scan_from = tops[-1].start_byte if tops and not root.has_error else 0
+    stack: list[str] = []
+    for n in _brackets(g, root, scan_from, s):
+        if n.type in pairs:
+            stack.append(n.type)
+        elif stack and pairs[stack[-1]] == n.type:
+            stack.pop()
+    # The text after the hole (up to the next hole) closes some of what is open.
+    stop = doc.spans[i + 1][0] if i + 1 < len(doc.spans) else None
+    if not root.has_error:  # then what the prefix opened closes within the same top-level node
+        top = next((c for c in root.children if c.end_byte >= e), None)
+        stop = top.end_byte if top is not None and (stop is None or top.end_byte < stop) else stop
+    local: list[str] = []
+    needed, surplus = 0, False
+    for n in _brackets(g, root, e, stop):
+        if n.type in pairs:
+            local.append(n.type)
+        elif local:
+            local.pop()
+        elif needed < len(stack) and pairs[stack[len(stack) - 1 - needed]] == n.type:
+            needed += 1
+        else:
+            surplus = True
+            break
+    line_start = data.rfind(b"\n", 0, s) + 1
+    at_line_start = not data[line_start:s].strip()
+    ctx = dict(base=tuple(stack), needed=needed, surplus=surplus, at_line_start=at_line_start and not stack)
+    ctx["next_char"] = data[e : e + 1].decode("utf-8", "replace")
+    ctx["indent"] = indent_width(data[line_start:s]) if at_line_start else 0
+    if g.spec.indent:
+        ctx.update(_python_levels(root, data, s))
+    return HoleContext(in_text=False, **ctx)
+
+
+def _python_levels(root, data: bytes, pos: int) -> dict:
+    last = _last_leaf(root, pos)
+    if last is None:
+        return dict(levels=(0,), after_colon=False, last_sig="")
+    levels = {0}
+    n, exact = last, True
+    while n is not None:
+        if n.is_error or n.is_missing:
+            exact = False
+        parent = n.parent
+        if parent is not None and parent.type in ("block", "module"):
+            levels.add(_row_indent(data, n))
+        n = parent
+    between = data[last.end_byte : pos]
+    after_colon = last.type == ":" and b"\n" in between
+    last_sig = ":" if last.type == ":" else last.text.decode("utf-8", "replace")[-1:] if last.text else ""
+    return dict(levels=tuple(sorted(levels)) if exact else None, after_colon=after_colon, last_sig=last_sig)
+
+
+# ------------------------------------------------------------------------------------------------
+# Syntax-aware truncation.
+
+
+def truncate_completion(language: str | Grammar | None, prefix: str, fill: str, suffix: str) -> str:
+    """Cut a completion inserted at a cursor where the syntactic unit around the cursor ends.
+
+    The unit is the innermost statement, block or bracketed list (``boundaries.scm``) that starts
+    before the cursor and ends inside the fill; the fill is cut at its end (as SAFIM's
+    post-processing does). Conservative: no grammar, no such unit, a unit with errors in it, or
+    a cut that leaves more errors than the whole fill, and the fill comes back unchanged.
+    """
+    g = language if isinstance(language, Grammar) else lookup_grammar(language)
+    if g is None or not fill.strip():
+        return fill
+    pre, mid, suf = (x.encode("utf-8", "surrogatepass") for x in (prefix, fill, suffix))
+    c, f = len(pre), len(pre) + len(mid)
+    tree = g.parse(pre + mid + suf)
+    best = None
+    for nodes in g.captures("boundaries", tree.root_node, c, f).values():
+        for n in nodes:
+            if n.start_byte < c < n.end_byte < f and (best is None or n.end_byte - n.start_byte < best.end_byte - best.start_byte):
+                best = n
+    if best is None or best.has_error:
+        return fill
+    # The unit must be the innermost one around the cursor, not merely one that ends in the fill.
+    for nodes in g.captures("boundaries", tree.root_node, c, c + 1).values():
+        for n in nodes:
+            if n.start_byte < c < n.end_byte and n.end_byte - n.start_byte < best.end_byte - best.start_byte:
+                return fill  # a smaller unit around the cursor reaches past the fill
+    cut = mid[: best.end_byte - c]
+    if not cut.strip():
+        return fill
+    after = len(error_spans(g.parse(pre + cut + suf).root_node))
+    if after > len(error_spans(tree.root_node)) and after > len(error_spans(g.parse(pre + suf).root_node)):
+        return fill  # the cut breaks more than the whole fill and than the document without it
+    return fill[: byte_to_str(mid, len(cut))]

@@ -1,0 +1,311 @@
+"""Syntax constraints: validity against a baseline, steering, repair, selection, truncation."""
+
+import logging
+
+import pytest
+import torch
+
+from infill.constraints import RequestCheck, SyntaxConstraint, for_chunk, is_valid
+from infill.languages import grammar
+from infill.model import BoundContext, ModelConfig
+from infill.protocol import FillRequest, Hole, SamplingOptions
+from infill.sampler import Schedule, Windows, denoise
+from infill.steering import Lexer
+from infill.syntax import Document, hole_context, truncate_completion
+
+
+def cursor(text: str, marker: str = "|") -> tuple[str, int]:
+    i = text.index(marker)
+    return text[:i] + text[i + len(marker) :], i
+
+
+def valid_at(language: str, text_with_cursor: str, fill: str) -> bool:
+    text, i = cursor(text_with_cursor)
+    return is_valid(language, text, [(i, i)], [fill])
+
+
+# ---------------------------------------------------------------------------------------------
+# Validity: no ERROR or MISSING node that the document did not already have.
+
+
+@pytest.mark.parametrize(
+    "language, doc, fill, ok",
+    [
+        ("python", "def f(a, b):\n    return |\n", "a + b", True),
+        ("python", "def f(a, b):\n    return |\n", "a + (b", False),
+        ("python", "def f(a, b):\n    return |\n", "a +", False),
+        ("python", "s = '漢字😀'\nx = foo(|\n", "1)", True),  # byte offsets after non-ASCII text
+        ("python", "s = '漢字😀'\nx = foo(|\n", "1", False),  # a half-typed line must be finished
+        ("javascript", "function f(a) {\n  return |;\n}\n", "a.map((x) => x * 2)", True),
+        ("javascript", "function f(a) {\n  return |;\n}\n", "a.map((x) => x * 2", False),
+        ("go", "package main\n\nfunc f(a int) int {\n\treturn |\n}\n", "a * 2", True),
+        ("go", "package main\n\nfunc f(a int) int {\n\treturn |\n}\n", "a * {2", False),
+        ("rust", "fn f(a: i32) -> i32 {\n    |\n}\n", "a * 2", True),
+        ("c", "int f(int a) {\n    return |;\n}\n", "a * 2", True),
+        ("c", "int f(int a) {\n    return |;\n}\n", "a * 2;}", False),
+    ],
+)
+def test_validity_on_clean_and_half_typed_documents(language, doc, fill, ok):
+    assert valid_at(language, doc, fill) is ok
+
+
+def test_validity_is_judged_against_the_documents_own_errors():
+    doc = "def f(a):\n    return a +|\n\ndef g(:\n    pass\n"  # g is broken, and stays broken
+    text, i = cursor(doc)
+    d = Document(grammar("python"), text, [(i, i)])
+    assert d.baseline, "the document has an error of its own"
+    assert d.valid([b" 1"])
+    assert not d.valid([b" (1"])
+    assert not d.valid([b" 1\n    if"])
+
+
+def test_errors_inside_a_replaced_span_are_the_fills_business():
+    text = "x = 1\ny = foo(((\nz = 2\n"
+    s, e = text.index("foo"), text.index("\nz")
+    assert is_valid("python", text, [(s, e)], ["foo(1)"])
+    assert not is_valid("python", text, [(s, e)], ["foo((1)"])
+
+
+def test_several_holes_are_judged_together():
+    text = "a = [1, 2]\nb = (3, 4)\n"
+    holes = [(text.index("1"), text.index("1") + 1), (text.index("3"), text.index("3") + 1)]
+    assert is_valid("python", text, holes, ["[0]", "{5: 6}"])
+    assert not is_valid("python", text, holes, ["[0]", "{5: 6"])
+
+
+def test_unknown_language_is_not_judged():
+    assert is_valid("cobol-unknown", "x", [(0, 0)], ["y"]) is None
+    assert is_valid(None, "x", [(0, 0)], ["y"]) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Steering: the cheap lexer over the hole's known left part.
+
+
+def lexer_at(language: str, doc: str) -> Lexer:
+    text, i = cursor(doc)
+    g = grammar(language)
+    return Lexer(g.spec, hole_context(Document(g, text, [(i, i)]), 0))
+
+
+@pytest.mark.parametrize(
+    "language, doc, text, ok",
+    [
+        ("python", "y = foo(a, |)\n", "b", True),
+        ("python", "y = foo(a, |)\n", "b)", False),  # the ')' after the hole needs that '('
+        ("python", "y = foo(a, |\n", "b)", True),  # nothing after the hole closes it
+        ("python", "y = foo(a, |)\n", "b]", False),  # does not match the innermost '('
+        ("python", "y = |\n", "1)", False),  # matches nothing
+        ("python", "y = |\n", "(1, [2])", True),
+        ("python", "y = |\n", "')'", True),  # brackets in strings are text
+        ("python", "y = |\n", "'a\n'", False),  # a one-line string across a line
+        ("python", "y = |\n", '"""a\n)"""', True),
+        ("python", "y = |\n", "1  # )", True),
+        ("python", "def f():\n|", "return 1", False),  # a block must be indented
+        ("python", "def f():\n|", "    return 1", True),
+        ("python", "def f():\n    if x:\n        y = 1\n|", "    z = 2", True),  # dedent to a level
+        ("python", "def f():\n    if x:\n        y = 1\n|", "      z = 2", False),  # to no level
+        ("python", "def f():\n    y = 1\n|", "        z = 2", False),  # deeper after no ':'
+        ("python", "def f():\n    y = (1,\n|", "            2)", True),  # inside brackets: free
+        ("javascript", "foo(|);\n", "`a${b}c`", True),
+        ("javascript", "foo(|);\n", "`)`", True),
+        ("javascript", "foo(|);\n", "a})", False),
+        ("go", "package main\nfunc f() {\n\tg(|)\n}\n", "'('", True),
+        ("rust", "fn f<'a>(x: &'a str) {\n    g(|);\n}\n", "'(', &'a x", True),
+        ("rust", "fn f() {\n    g(|);\n}\n", "'a'))", False),
+        ("c", "int f() {\n    g(|);\n}\n", "\"(\", '}'", True),
+    ],
+)
+def test_steering_refuses_only_what_cannot_be_undone(language, doc, text, ok):
+    lx = lexer_at(language, doc)
+    assert lx.accepts(lx.start, text) is ok
+
+
+def test_steering_is_incremental_across_token_boundaries():
+    lx = lexer_at("python", "y = |\n")
+    st = lx.start
+    for piece in ['"', '"', '"', "a\n)", '"""']:  # a triple quote split over three tokens
+        assert lx.accepts(st, piece)
+        st, ok = lx.feed(st, piece)
+        assert ok
+    assert st.kind == "" and not st.stack
+    assert lx.can_end(st)
+
+
+def test_a_fill_may_not_end_inside_a_string_or_with_its_own_brackets_open():
+    lx = lexer_at("python", "y = |\n")
+    assert lx.can_end(lx.feed(lx.start, "1")[0])
+    assert not lx.can_end(lx.feed(lx.start, "'abc")[0])
+    assert not lx.can_end(lx.feed(lx.start, "foo(1")[0])
+    lx = lexer_at("python", "y = foo(|)\n")
+    assert not lx.can_end(lx.feed(lx.start, "1  # c")[0])  # the comment would swallow the ')'
+    assert lx.can_end(lx.feed(lx.start, "1")[0])
+
+
+def test_no_steering_inside_strings_and_comments():
+    text, i = cursor("x = 'abc|def'\n")
+    d = Document(grammar("python"), text, [(i, i)])
+    assert hole_context(d, 0).in_text
+    text, i = cursor("x = 1  # note|\ny = 2\n")
+    assert hole_context(Document(grammar("python"), text, [(i, i)]), 0).in_text
+
+
+# ---------------------------------------------------------------------------------------------
+# The Constraint protocol on sampler state, with a character tokenizer and a scripted model.
+
+VOCAB = ["<pad>", "<mask>", "<eos>", "b", ")", "(", " ", "\n", "]", "x", "{"]
+PAD, MASK = 0, 1
+TOK = {s: i for i, s in enumerate(VOCAB)}
+
+
+class CharTokenizer:
+    def token_bytes(self, t: int) -> bytes:
+        return b"" if t < 3 else VOCAB[t].encode()
+
+
+def request(doc: str, language="python", window=4, **options) -> FillRequest:
+    text, i = cursor(doc)
+    return FillRequest(text=text, holes=[Hole(i, i, window)], language=language, options=SamplingOptions(**options))
+
+
+def windows(ids: list[list[int]], masked: list[list[bool]] | None = None) -> Windows:
+    t = torch.tensor(ids)
+    m = torch.tensor(masked) if masked is not None else torch.zeros_like(t, dtype=torch.bool)
+    return Windows(ids=t, pos=torch.arange(t.shape[1]).expand_as(t).clone(), hole=torch.zeros_like(t), masked=m, logprob=torch.zeros(t.shape))
+
+
+def constraint_for(req: FillRequest, rows: int = 1) -> SyntaxConstraint:
+    hole = torch.zeros(rows, req.holes[0].max_tokens, dtype=torch.long)
+    return for_chunk([req], [0] * rows, hole, CharTokenizer(), PAD, MASK)
+
+
+def test_admissible_checks_the_first_masked_slot_of_each_hole():
+    c = constraint_for(request("y = foo(a, |)\n"))
+    state = windows([[TOK["b"], MASK, MASK, MASK]], [[False, True, True, True]])
+    proposal = torch.tensor([[TOK["b"], TOK[")"], TOK[")"], PAD]])
+    allowed = c.admissible(state, proposal, state.masked.clone())
+    assert allowed.tolist() == [[False, False, True, True]]  # slot 1 is refused; slot 2 is not known yet
+    proposal = torch.tensor([[TOK["b"], TOK["x"], TOK[")"], PAD]])
+    assert c.admissible(state, proposal, state.masked.clone()).tolist() == [[False, True, True, True]]
+
+
+def test_remask_flags_exactly_the_planted_bracket():
+    c = constraint_for(request("y = foo(a, |)\n"))
+    bad = windows([[TOK["b"], TOK[")"], PAD, PAD]])
+    assert c.remask(bad).tolist() == [[False, True, True, True]]  # the ')' and the pads after it
+    good = windows([[TOK["b"], PAD, PAD, PAD]])
+    assert not c.remask(good).any()
+    assert c.judge(0, ["b"]) is True and c.judge(0, ["b)"]) is False
+
+
+def test_remask_blames_an_error_outside_the_fill_on_the_fills_brackets():
+    c = constraint_for(request("function f() {\n    |\n}\nlet y = 1;\n", language="javascript", window=4))
+    state = windows([[TOK["{"], TOK["x"], PAD, PAD]])  # '{' never closed: MISSING '}' at the end of the file
+    flagged = c.remask(state)[0].tolist()
+    assert flagged[0] and not flagged[1]
+
+
+class Planted:
+    """A scripted model: its first draft has a stray ')' at slot 1; asked again, it proposes pad."""
+
+    def __init__(self):
+        self.cfg = ModelConfig(vocab_size=len(VOCAB), d_model=8, n_layers=1, n_heads=1, d_ff=8)
+        self.calls = 0
+
+    def logits(self, h):
+        return h
+
+    def window_hidden(self, ids, pos, valid, ctx):
+        self.calls += 1
+        R, W = ids.shape
+        logits = torch.zeros(R, W, len(VOCAB))
+        first = [TOK["b"], TOK[")"], PAD, PAD]
+        for w in range(W):
+            tok = first[w] if self.calls == 1 or w != 1 else PAD
+            logits[:, w, tok] = 10.0
+        return logits
+
+
+def test_repair_fixes_a_planted_unbalanced_bracket():
+    req = request("y = foo(a, |)\n")
+    model = Planted()
+    state = windows([[MASK] * 4], [[True] * 4])
+    c = constraint_for(req)
+    state, _ = denoise(model, BoundContext([], [], torch.zeros(1, 0, dtype=torch.bool)), state, Schedule(steps=1, max_repair_rounds=2), constraint=c)
+    assert model.calls == 2  # one draft, one repair round
+    assert state.ids.tolist() == [[TOK["b"], PAD, PAD, PAD]]
+    assert c.judge(0, ["b"]) is True
+
+
+def test_unknown_or_unconstrained_requests_get_no_constraint(caplog):
+    with caplog.at_level(logging.WARNING):
+        assert constraint_for(request("x = |", language="klingon-lang")) is None
+    assert "klingon-lang" in caplog.text
+    assert constraint_for(request("x = |", language=None)) is None
+    assert constraint_for(request("x = |", constrained=False)) is None
+
+
+def test_a_broken_constraint_lets_the_fill_go_on(monkeypatch):
+    c = constraint_for(request("y = foo(a, |)\n"))
+    monkeypatch.setattr(RequestCheck, "valid", lambda self, fills: 1 / 0)
+    monkeypatch.setattr(c.checks[0].doc, "new_errors", lambda fills: 1 / 0)
+    state = windows([[TOK["b"], TOK[")"], PAD, PAD]])
+    assert not c.remask(state).any()
+    assert c.judge(0, ["b"]) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Syntax-aware truncation of cursor completions.
+
+
+@pytest.mark.parametrize(
+    "language, prefix, fill, suffix, expected",
+    [
+        ("python", "x = foo(a, ", "b)\ny = 2\n", "\n", "b)"),  # argument list
+        ("python", "x = [1, ", "2, 3]\nprint(x)", "\n", "2, 3]"),
+        ("python", "def f():\n    return g(", "1)\n    print(2)", "\n", "1)"),
+        ("python", "def f():\n    x = 1\n    ", "y = 2\n    return y\n\ndef g():\n    pass", "\n", "y = 2\n    return y"),  # block
+        ("python", "if x:", "\n    return 1\nprint(2)", "\n", "\n    return 1"),  # statement
+        ("python", "x = 1", "\ny = 2", "\n", "\ny = 2"),  # module level: nothing to end
+        ("python", "def f():\n    x = 1\n    ", "y = 2\n    z = 3", "\n    return z\n", "y = 2\n    z = 3"),  # block goes on
+        ("javascript", "function f(a) {\n  const x = foo(a, ", "b);\n  return x;\n}\n", "\n}\n", "b)"),
+        ("javascript", "function f(a) {\n  const x = ", "a + 1;\n  return x;\n}\n\nfunction g() {}", "\n", "a + 1;"),
+        ("go", "package main\n\nfunc f() int {\n\tx := ", "1\n\treturn x\n}\n", "\n}\n", "1"),
+        ("rust", "fn f() -> i32 {\n    let x = g(", "1, 2);\n    x\n}\n", "\n}\n", "1, 2)"),
+        ("c", "int f(void) {\n    int x = g(", "1, 2);\n    return x;\n}\n", "\n}\n", "1, 2)"),
+        ("java", "class A {\n  int f() {\n    return g(", "1);\n  }\n}\n", "\n  }\n}\n", "1)"),
+        ("cobol-unknown", "x = foo(", "1)\ny", "\n", "1)\ny"),
+        ("python", "x = foo(", "   ", "\n", "   "),
+    ],
+)
+def test_truncation_cuts_at_the_end_of_the_unit_around_the_cursor(language, prefix, fill, suffix, expected):
+    assert truncate_completion(language, prefix, fill, suffix) == expected
+
+
+def test_truncation_keeps_non_ascii_fills_whole_characters():
+    assert truncate_completion("python", "x = foo(", "'漢字😀')\ny = 1", "\n") == "'漢字😀')"
+
+
+# ---------------------------------------------------------------------------------------------
+# The engine: constrained by default, valid candidates first.
+
+
+def test_engine_marks_fills_valid_and_reports_constraint_time(tiny_engine):
+    req = request("def f(a, b):\n    return |\n", window=8)
+    res = tiny_engine.fill(req)
+    assert isinstance(res.fills[0].valid, bool)
+    assert res.timings.constrain_ms > 0
+    off = tiny_engine.fill(request("def f(a, b):\n    return |\n", window=8, constrained=False))
+    assert off.fills[0].valid is None and off.timings.constrain_ms == 0
+
+
+def test_engine_fills_unknown_languages_unconstrained(tiny_engine):
+    res = tiny_engine.fill(request("x = |\n", language="klingon-lang", window=4))
+    assert res.fills[0].valid is None
+
+
+def test_engine_prefers_valid_candidates(tiny_engine, monkeypatch):
+    monkeypatch.setattr(SyntaxConstraint, "judge", lambda self, r, texts: r == 1)  # only row 1 is valid
+    monkeypatch.setattr(SyntaxConstraint, "remask", lambda self, state: torch.zeros_like(state.masked))
+    res = tiny_engine.fill(request("x = |\n", window=8, candidates=2))
+    assert res.fills[0].valid is True
