@@ -10,6 +10,7 @@ Subcommands:
   and only after every fill succeeded); ``--json`` prints one JSON object per input (JSON Lines).
   For ``-`` (stdin) the default output is the filled text itself, not a diff.
   Line endings (LF or CRLF) and a missing final newline are preserved.
+- ``infill refactor RECIPE PATH...``: batch edits over many files, provided by ``infill.refactor``.
 - ``infill train``: provided by ``infill.train`` (``add_arguments`` / ``main``).
 - ``infill bench quality``: provided by ``infill.bench.quality``.
 
@@ -22,15 +23,12 @@ needs it, so ``--help`` and argument errors are fast.
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import inspect
 import json
 import logging
 import os
-import stat
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +36,7 @@ from typing import Sequence
 
 from . import __version__
 from .errors import InfillError, InputError
+from .files import changed_on_disk, decode_text, fsync_dir, read_text_file, stage, unified_diff
 from .holes import (
     DEFAULT_MAX_TOKENS,
     MAX_HOLE_TOKENS,
@@ -133,6 +132,22 @@ def _model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=_int_in(1), default=None, help="torch CPU threads (default: torch's)")
 
 
+def add_sampling_arguments(g) -> None:
+    """The sampling flags shared by fill and refactor (they map onto SamplingOptions)."""
+    g.add_argument("--steps", type=_int_in(1), default=None, help="denoising steps (default: the engine's schedule)")
+    g.add_argument("--threshold", type=_float_in(0.0, 1.0), default=None,
+                   help="commit every token above this confidence each step (at least one)")
+    g.add_argument("--policy", choices=["confidence", "margin", "entropy", "left-to-right"], default="confidence",
+                   help="which masked tokens to commit first (default: confidence)")
+    g.add_argument("--temperature", type=_float_in(0.0), default=0.0, help="0 = greedy (default)")
+    g.add_argument("--top-p", type=_float_in(0.0, 1.0, lo_open=True), default=1.0, help="nucleus sampling (default: 1.0)")
+    g.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    g.add_argument("--candidates", type=_int_in(0), default=0,
+                   help="candidates per request (window lengths x seeds); 0 = the engine's default")
+    g.add_argument("--no-constrain", dest="constrained", action="store_false",
+                   help="no syntax-checked selection of candidates")
+
+
 def _add_fill(sub) -> None:
     p = sub.add_parser(
         "fill",
@@ -157,18 +172,7 @@ def _add_fill(sub) -> None:
     g = p.add_argument_group("sampling")
     g.add_argument("--max-tokens", type=_int_in(1, MAX_HOLE_TOKENS), default=DEFAULT_MAX_TOKENS,
                    help=f"budget of a <FILL> without N and of --at (default: {DEFAULT_MAX_TOKENS})")
-    g.add_argument("--steps", type=_int_in(1), default=None, help="denoising steps (default: the engine's schedule)")
-    g.add_argument("--threshold", type=_float_in(0.0, 1.0), default=None,
-                   help="commit every token above this confidence each step (at least one)")
-    g.add_argument("--policy", choices=["confidence", "margin", "entropy", "left-to-right"], default="confidence",
-                   help="which masked tokens to commit first (default: confidence)")
-    g.add_argument("--temperature", type=_float_in(0.0), default=0.0, help="0 = greedy (default)")
-    g.add_argument("--top-p", type=_float_in(0.0, 1.0, lo_open=True), default=1.0, help="nucleus sampling (default: 1.0)")
-    g.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    g.add_argument("--candidates", type=_int_in(0), default=0,
-                   help="candidates per request (window lengths x seeds); 0 = the engine's default")
-    g.add_argument("--no-constrain", dest="constrained", action="store_false",
-                   help="no syntax-checked selection of candidates")
+    add_sampling_arguments(g)
     _logging_options(p)
     p.set_defaults(handler=run_fill)
 
@@ -231,6 +235,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     _add_delegated(lsp, "infill_lsp.cli", wanted=words[:1] == ["lsp"], model_options=True)
     speed = bench_sub.add_parser("speed", help="latency and tokens/s (windows x contexts, steps, batching, CPU/CUDA)")
     _add_delegated(speed, "infill.bench.speed", wanted=words[:2] == ["bench", "speed"], model_options=True)
+    refactor = sub.add_parser("refactor", help="batch edits over many files (holes, docstrings, annotate, bodies, query)")
+    _add_delegated(refactor, "infill.refactor", wanted=words[:1] == ["refactor"], model_options=True)
     return parser
 
 
@@ -324,38 +330,6 @@ class Source:
     @property
     def is_stdin(self) -> bool:
         return self.real_path is None
-
-
-def read_text_file(path: str) -> tuple[str, Path, os.stat_result]:
-    """Read a UTF-8 text file exactly (no newline translation). InputError for anything else."""
-    p = Path(path)
-    try:
-        real = p.resolve(strict=True)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, RuntimeError) as e:
-        raise InputError(f"{path}: cannot open ({e.strerror if isinstance(e, OSError) else e})") from None
-    if real.is_dir():
-        raise InputError(f"{path}: is a directory")
-    if not real.is_file():
-        raise InputError(f"{path}: not a regular file")
-    try:
-        st = real.stat()
-        data = real.read_bytes()
-    except PermissionError:
-        raise InputError(f"{path}: permission denied") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read ({e.strerror})") from None
-    return decode_text(data, path), real, st
-
-
-def decode_text(data: bytes, name: str) -> str:
-    if b"\0" in data:
-        raise InputError(f"{name}: binary file (contains NUL bytes)")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"{name}: not UTF-8 text (invalid byte at offset {e.start})") from None
 
 
 def read_stdin() -> str:
@@ -491,22 +465,6 @@ def json_record(s: Source, device: str) -> dict:
     }
 
 
-def unified_diff(old: str, new: str, path: str) -> str:
-    """A unified diff (git style ``a/`` ``b/`` names), keeping CR characters and marking a
-    missing final newline with ``\\ No newline at end of file``."""
-    name = path.lstrip("/")
-    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    out = []
-    for line in difflib.unified_diff(a, b, f"a/{name}", f"b/{name}"):
-        if line.startswith(("---", "+++")):
-            out.append(line.rstrip("\n") + "\n")
-        elif line.endswith("\n"):
-            out.append(line)
-        else:
-            out.append(line + "\n\\ No newline at end of file\n")
-    return "".join(out)
-
-
 # ----------------------------------------------------------------------------------------------
 # Atomic writes.
 
@@ -524,7 +482,9 @@ def write_all(sources: list[Source]) -> None:
             if s.filled == s.original:
                 continue
             assert s.real_path is not None and s.stat is not None
-            check_unchanged(s)
+            why = changed_on_disk(s.real_path, s.stat)
+            if why:
+                raise InputError(f"{s.path}: {why}; nothing written")
             staged.append((stage(s.real_path, s.filled, s.stat), s.real_path))
         for tmp, target in staged:
             os.replace(tmp, target)
@@ -536,54 +496,6 @@ def write_all(sources: list[Source]) -> None:
             except FileNotFoundError:
                 pass
         raise
-
-
-def check_unchanged(s: Source) -> None:
-    try:
-        st = s.real_path.stat()
-    except OSError:
-        raise InputError(f"{s.path}: disappeared while filling; not written") from None
-    if (st.st_mtime_ns, st.st_size) != (s.stat.st_mtime_ns, s.stat.st_size):
-        raise InputError(f"{s.path}: changed on disk while filling; nothing written")
-
-
-def stage(target: Path, text: str, st: os.stat_result) -> Path:
-    """Write ``text`` to a fsynced temporary file beside ``target`` with its permissions."""
-    try:
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".infill-tmp", dir=target.parent)
-    except PermissionError:
-        raise InputError(f"{target}: cannot write beside it (permission denied)") from None
-    tmp = Path(name)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(text.encode("utf-8"))
-            f.flush()
-            os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode))
-            try:
-                os.fchown(f.fileno(), st.st_uid, st.st_gid)
-            except (PermissionError, AttributeError):
-                pass
-            os.fsync(f.fileno())
-    except PermissionError:
-        tmp.unlink(missing_ok=True)
-        raise InputError(f"{target}: cannot write beside it (permission denied)") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return tmp
-
-
-def fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 if __name__ == "__main__":

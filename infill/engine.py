@@ -20,6 +20,7 @@ from typing import Callable
 import torch
 
 from . import constraints as syntax_constraints
+from .context_cache import SegmentCache
 from .errors import InfillError, ModelLoadError, RequestError
 from .model import DiffusionLM, load_model, read_config
 from .protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
@@ -41,6 +42,7 @@ class EngineConfig:
     tokens_per_step: int = 2  # default schedule: window slots / tokens_per_step steps
     candidates: int = 2  # default candidates per request (window lengths x seeds)
     max_batch_slots: int = 4096  # rows x window slots denoised together, at most
+    context_cache_tokens: int = 32768  # encoded context kept for reuse across fills (0 = none)
     threads: int | None = None  # torch CPU threads; None = torch's default
 
 
@@ -120,6 +122,12 @@ def trim(tokens: list[int], keep: tuple[int, int]) -> list[int]:
     return tokens[:head] + (tokens[len(tokens) - tail :] if tail else [])
 
 
+def sticky_start(n: int, keep: int, quantum: int) -> int:
+    """Where to start keeping at most ``keep`` of ``n`` items: at a multiple of ``quantum``, so
+    the start moves only once every ``quantum`` appended items."""
+    return min(n, max(0, -(-(n - keep) // quantum) * quantum))
+
+
 def candidate_plan(options: SamplingOptions, default: int) -> list[tuple[float, int]]:
     """(window scale, seed) for each candidate row: window lengths first, then seeds."""
     n = options.candidates or default
@@ -137,6 +145,7 @@ class Engine:
         self.config = config
         self.model_id = model_id
         self.device = next(model.parameters()).device
+        self.context_cache = SegmentCache(config.context_cache_tokens)
         if tokenizer.mask_id != model.cfg.mask_id or tokenizer.pad_id != model.cfg.pad_id:
             raise ModelLoadError("tokenizer.json and config.json disagree on the mask/pad token ids")
         if tokenizer.vocab_size > model.cfg.vocab_size:
@@ -169,15 +178,20 @@ class Engine:
         budget = self.budget()
         texts = segment_texts(request)
         # Cut far-away text by characters first (at a line start) so a huge file costs nothing.
+        # Cut points move in coarse steps, so that while the user types at the end of the
+        # prefix its first tokens stay the same and its encoding can be reused (context_cache).
         limit = budget * 12
         if len(texts[0]) > limit:
-            cut = texts[0][-limit:]
+            start = sticky_start(len(texts[0]), limit, quantum=limit // 4)
+            cut = texts[0][start:]
             texts[0] = cut[cut.find("\n") + 1 :] if "\n" in cut else cut
         if len(texts) > 1 and len(texts[-1]) > limit:
             cut = texts[-1][:limit]
             texts[-1] = cut[: cut.rfind("\n") + 1] if "\n" in cut else cut
         tokens = self.tokenizer.encode_batch(texts)
         keep = budget_split([len(t) for t in tokens], budget, self.config.prefix_share)
+        if len(tokens[0]) > keep[0][1]:  # the prefix keeps its end: start at a sticky point
+            keep[0] = (0, len(tokens[0]) - sticky_start(len(tokens[0]), keep[0][1], quantum=max(1, budget // 8)))
         segments = [trim(t, k) for t, k in zip(tokens, keep)]
         windows = [h.max_tokens for h in request.holes]
         return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000)
@@ -226,21 +240,10 @@ class Engine:
         t_start = time.perf_counter()
         cfg = self.model.cfg
         dev = self.device
-        # 1. Encode each request's context once.
+        # 1. Encode each request's context once (reusing segments encoded by earlier fills).
         t0 = time.perf_counter()
-        ctx_ids, ctx_seg = [], []
-        for p in prepared:
-            ids = [t for seg in p.segments for t in seg]
-            seg = [i for i, s in enumerate(p.segments) for _ in s]
-            ctx_ids.append(ids)
-            ctx_seg.append(seg)
-        Lc = max(1, max(len(x) for x in ctx_ids))
-        ids_t = torch.full((len(prepared), Lc), cfg.pad_id, dtype=torch.long)
-        seg_t = torch.full((len(prepared), Lc), -1, dtype=torch.long)
-        for i, (ids, seg) in enumerate(zip(ctx_ids, ctx_seg)):
-            ids_t[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-            seg_t[i, : len(seg)] = torch.tensor(seg, dtype=torch.long)
-        cache = self.model.encode_context(ids_t.to(dev), seg_t.to(dev))
+        cache = self.context_cache.encode(self.model, [p.segments for p in prepared], dev)
+        Lc = cache.length
         context_ms = (time.perf_counter() - t0) * 1000
 
         # 2. Lay out candidate rows: each request x (window scale, seed).

@@ -217,6 +217,30 @@ class DiffusionLM(nn.Module):
         return ContextCache(keys, values, valid)
 
     @torch.no_grad()
+    def extend_segment(self, keys: list[torch.Tensor], values: list[torch.Tensor], ids: torch.Tensor) -> tuple[list, list]:
+        """Append tokens ids [1, m] to one encoded segment (unrotated keys/values [1, H, n, D]).
+
+        Exact: a segment is causal, so its first n tokens' states do not depend on what follows.
+        This is how typing at the cursor costs only the new prefix tokens.
+        """
+        n, m = keys[0].shape[2], ids.shape[1]
+        dev = ids.device
+        pos_all = torch.arange(n + m, device=dev)[None]
+        cos_q, sin_q = self._rope(pos_all[:, n:])
+        cos_k, sin_k = self._rope(pos_all)
+        mask = pos_all[0][None, :] <= pos_all[0][n:, None]  # [m, n + m]: causal
+        x = self.embed(ids)
+        out_k, out_v = [], []
+        for b, pk, pv in zip(self.blocks, keys, values):
+            q, k, v = b.qkv(x)
+            k, v = torch.cat([pk, k], dim=2), torch.cat([pv, v], dim=2)
+            out_k.append(k)
+            out_v.append(v)
+            att = F.scaled_dot_product_attention(apply_rope(q, cos_q, sin_q), apply_rope(k, cos_k, sin_k), v, attn_mask=mask)
+            x = b.finish(x, att)
+        return out_k, out_v
+
+    @torch.no_grad()
     def bind_context(self, cache: ContextCache, rows: torch.Tensor, pos: torch.Tensor) -> BoundContext:
         """Select cache rows ``rows`` [R] and rotate their keys to absolute positions ``pos`` [R, Lc]."""
         cos, sin = self._rope(pos)

@@ -30,7 +30,8 @@ def test_prepare_trims_to_budget_keeping_text_near_the_hole(tiny_engine):
     p = engine.prepare(FillRequest(text=prefix + suffix, holes=[Hole(len(prefix), len(prefix), 8)]))
     pre, suf = p.segments
     assert len(pre) + len(suf) <= 64
-    assert len(pre) == 48 and len(suf) == 16  # prefix-heavy: 75% of the budget
+    # prefix-heavy: 75% of the budget, less up to one eighth so its start stays put while typing
+    assert 48 - 8 <= len(pre) <= 48 and len(suf) == 16
     tok = engine.tokenizer
     assert prefix.endswith(tok.decode(pre)) and "x399 = 399 * 399\n" in tok.decode(pre)
     assert suffix.startswith(tok.decode(suf)) and tok.decode(suf).startswith("y0 = 0")
