@@ -63,58 +63,63 @@ def point_to_byte(data: bytes, point: tuple[int, int]) -> int:
 # ---------------------------------------------------------------------------- str <-> LSP
 
 
-def _utf16_len(s: str) -> int:
-    return sum(2 if ord(c) > 0xFFFF else 1 for c in s)
+def lsp_units(text: str, encoding: str = "utf-16") -> int:
+    """Length of ``text`` in an LSP position encoding's code units (utf-16, utf-8 or utf-32)."""
+    if encoding == "utf-32":
+        return len(text)
+    if encoding == "utf-8":
+        return len(text.encode("utf-8", "surrogatepass"))
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
-def _line_starts(text: str) -> list[int]:
-    """Code-point offsets where each LSP line starts."""
-    return [0] + [m.end() for m in _LSP_LINE_END.finditer(text)]
+def _line_bounds(text: str, line: int) -> tuple[int, int] | None:
+    """(start, end without the line break) of LSP line ``line`` (0-based), or None past the end."""
+    if line < 0:
+        return None
+    start, n = 0, 0
+    for n, m in enumerate(_LSP_LINE_END.finditer(text)):
+        if n == line:
+            return start, m.start()
+        start = m.end()
+        n += 1
+    return (start, len(text)) if line == n else None
 
 
-def _line_end(text: str, starts: list[int], line: int) -> int:
-    """Code-point offset where LSP line ``line`` ends (before its line terminator)."""
-    if line + 1 < len(starts):
-        end = starts[line + 1]
-        if text[end - 2 : end] == "\r\n":
-            return end - 2
-        return end - 1
-    return len(text)
+def lsp_to_str(text: str, line: int, character: int, encoding: str = "utf-16") -> int | None:
+    """Code-point offset of an LSP position; None if the line is not in the document.
+
+    A character past the end of its line means the line's end (as the LSP spec says); one
+    inside a UTF-16 surrogate pair or a UTF-8 sequence rounds down to that code point's start.
+    """
+    bounds = _line_bounds(text, line)
+    if bounds is None or character < 0:
+        return None
+    start, end = bounds
+    if encoding == "utf-32":
+        return min(start + character, end)
+    at, used = start, 0
+    while at < end:
+        used += lsp_units(text[at], encoding)
+        if used > character:
+            break
+        at += 1
+    return at
 
 
-def str_to_lsp(text: str, offset: int) -> tuple[int, int]:
-    """LSP ``(line, UTF-16 character)`` of code-point offset ``offset``.
+def str_to_lsp(text: str, offset: int, encoding: str = "utf-16") -> tuple[int, int]:
+    """LSP ``(line, character)`` of a code-point offset (clamped to the text).
 
     An offset between the ``\\r`` and ``\\n`` of a CRLF is reported at the end of its line.
     """
     offset = max(0, min(offset, len(text)))
-    starts = _line_starts(text)
-    lo, hi = 0, len(starts) - 1
-    while lo < hi:  # the last line start <= offset
-        mid = (lo + hi + 1) // 2
-        if starts[mid] <= offset:
-            lo = mid
-        else:
-            hi = mid - 1
-    offset = min(offset, _line_end(text, starts, lo))
-    return lo, _utf16_len(text[starts[lo] : offset])
-
-
-def lsp_to_str(text: str, line: int, character: int) -> int:
-    """Code-point offset of LSP position ``(line, UTF-16 character)`` (clamped as LSP says)."""
-    starts = _line_starts(text)
-    if line < 0:
-        return 0
-    if line >= len(starts):
-        return len(text)
-    start, end = starts[line], _line_end(text, starts, line)
-    units = 0
-    for i in range(start, end):
-        width = 2 if ord(text[i]) > 0xFFFF else 1
-        if units + width > character:
-            return i
-        units += width
-    return end
+    if 0 < offset < len(text) and text[offset - 1] == "\r" and text[offset] == "\n":
+        offset -= 1
+    line, start = 0, 0
+    for m in _LSP_LINE_END.finditer(text):
+        if m.end() > offset:
+            break
+        line, start = line + 1, m.end()
+    return line, lsp_units(text[start:offset], encoding)
 
 
 # ---------------------------------------------------------------------------- lines

@@ -25,6 +25,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
+from infill import textpos
 from infill.errors import Cancelled, InfillError
 from infill.protocol import FillRequest, FillResult, Hole, SamplingOptions
 
@@ -149,7 +150,7 @@ class InfillServer(LanguageServer):
             return None
         text, version = doc.source, doc.version
         encoding = str(self.workspace.position_encoding or "utf-16")
-        offset = documents.offset_at(text, position.line, position.character, encoding)
+        offset = textpos.lsp_to_str(text, position.line, position.character, encoding)
         if offset is None:
             self.log_client(types.MessageType.Warning, f"position {position.line}:{position.character} is outside {uri}")
             return None
@@ -163,7 +164,7 @@ class InfillServer(LanguageServer):
             log.debug("dropping a fill for an outdated version of %s", uri)
             return None
         fill = prepared.fill_text(result.fills[0].text)
-        cursor = types.Position(*documents.position_at(text, offset, encoding))
+        cursor = types.Position(*textpos.str_to_lsp(text, offset, encoding))
         return (text, offset, fill, cursor) if fill.strip() else None
 
     def fill_holes_edit(self, uri: str, sites, fills: list[str], version: int | None) -> types.WorkspaceEdit:
@@ -171,7 +172,7 @@ class InfillServer(LanguageServer):
         encoding = str(self.workspace.position_encoding or "utf-16")
 
         def pos(offset: int) -> types.Position:
-            return types.Position(*documents.position_at(doc_text, offset, encoding))
+            return types.Position(*textpos.str_to_lsp(doc_text, offset, encoding))
 
         edits = [types.TextEdit(range=types.Range(pos(s.start), pos(s.end)), new_text=f) for s, f in zip(sites, fills)]
         caps = self.client_capabilities.workspace
@@ -263,7 +264,7 @@ def create_server(model: str | None = None, device: str | None = None, token: st
         text, offset, fill, cursor = got
         word = documents.word_before(text, offset)
         encoding = str(ls.workspace.position_encoding or "utf-16")
-        start = types.Position(cursor.line, cursor.character - documents.units(word, encoding))
+        start = types.Position(cursor.line, cursor.character - textpos.lsp_units(word, encoding))
         first_line = fill.splitlines()[0] if fill.strip() else fill
         label = (word + first_line).strip() + (" …" if "\n" in fill.rstrip("\n") else "")
         doc = ls.document(params.text_document.uri)
@@ -312,8 +313,8 @@ def create_server(model: str | None = None, device: str | None = None, token: st
         encoding = str(ls.workspace.position_encoding or "utf-16")
         start, end = 0, len(text)
         if rng is not None:
-            start = documents.offset_at(text, rng.start.line, rng.start.character, encoding)
-            end = documents.offset_at(text, rng.end.line, rng.end.character, encoding)
+            start = textpos.lsp_to_str(text, rng.start.line, rng.start.character, encoding)
+            end = textpos.lsp_to_str(text, rng.end.line, rng.end.character, encoding)
             if start is None or end is None or end < start:
                 ls.log_client(types.MessageType.Warning, f"{FILL_HOLES}: the range is outside {uri}")
                 return None

@@ -68,7 +68,7 @@ def test_lsp_round_trip_and_clamping():
             continue
         assert lsp_to_str(TEXT, *str_to_lsp(TEXT, i)) == i
     assert lsp_to_str(TEXT, 0, 999) == TEXT.index("\r\n")  # past the line's end
-    assert lsp_to_str(TEXT, 99, 0) == len(TEXT)  # past the last line
+    assert lsp_to_str(TEXT, 99, 0) is None  # past the last line: no position
     assert lsp_to_str("😀x", 0, 1) == 0  # inside a surrogate pair: the character's start
 
 
