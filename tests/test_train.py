@@ -1,0 +1,131 @@
+"""`infill train` end to end on a tiny configuration: rows of the objective, resuming, export, errors."""
+
+import json
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import stdlib_texts
+from infill.engine import Engine, EngineConfig
+from infill.errors import InputError, ModelLoadError
+from infill.model import ModelConfig, load_model
+from infill.objective import ObjectiveConfig, collate, infill_row, make_row, pick_span
+from infill.protocol import FillRequest, Hole
+from infill.tokenizer import train_tokenizer
+from infill.train import TrainConfig, load_checkpoint, lr_at, progress, train
+
+TINY = dict(
+    model=ModelConfig(d_model=32, n_layers=2, n_heads=2, d_ff=64, max_context=96),
+    objective=ObjectiveConfig(seq_len=128, max_window=32),
+    batch_size=4, vocab_size=400, eval_every=3, ckpt_every=3, warmup=2, log_every=1,
+)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("corpus")
+    texts = stdlib_texts(150_000)
+    with open(d / "train.jsonl", "w") as f:
+        for i, t in enumerate(texts[:-1]):
+            f.write(json.dumps({"package": "stdlib", "path": f"{i}.py", "text": t}) + "\n")
+    (d / "valid.jsonl").write_text(json.dumps({"package": "held-out", "path": "v.py", "text": texts[-1]}) + "\n")
+    return d
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return train_tokenizer(stdlib_texts(100_000), vocab_size=400)
+
+
+def test_spans_are_real_code_units():
+    text = "def f(x):\n    if x:\n        return 1\n    return 2\n"
+    rng = random.Random(0)
+    for _ in range(200):
+        a, b = pick_span(text, rng)
+        assert 0 <= a <= b <= len(text)
+
+
+def test_infill_rows_put_the_span_in_a_longer_padded_window(tok):
+    text = "import os\n\n\ndef main():\n    print(os.getcwd())\n    return 0\n" * 3
+    cfg = ObjectiveConfig(seq_len=128, max_window=32)
+    rng = random.Random(1)
+    rows = [r for r in (infill_row(text, tok, cfg, rng, 1) for _ in range(50)) if r]
+    assert rows
+    for row in rows:
+        kinds = [p[0] for p in row.pieces]
+        assert kinds == ["ctx", "win", "ctx"]
+        _, fill, n = row.pieces[1]
+        assert len(fill) <= n <= 32
+        # the pieces are the text, cut at character offsets and tokenized separately
+        assert "".join(tok.decode(p[1]) for p in row.pieces) in text
+    batch = collate(rows, 128, tok.pad_id, tok.mask_id, rng)
+    assert batch.ids.shape == (len(rows), 128)
+    masked = batch.weight > 0
+    assert (batch.ids[masked] == tok.mask_id).all() and batch.is_win[masked].all()
+    assert (batch.seg[batch.is_win] == -1).all()
+
+
+def test_learning_rate_warms_up_then_decays():
+    cfg = TrainConfig(steps=100, warmup=10, lr=1.0, decay_fraction=0.2, min_lr_ratio=0.1)
+    assert lr_at(0, 0.0, cfg) == pytest.approx(0.1)
+    assert lr_at(50, progress(50, 0, cfg), cfg) == 1.0
+    assert lr_at(99, progress(100, 0, cfg), cfg) == pytest.approx(0.1)
+
+
+def test_tiny_training_runs_resumes_and_exports_a_loadable_model(tmp_path, corpus):
+    cfg = TrainConfig(run_dir=tmp_path / "run", corpus_dir=corpus, steps=4, **TINY)
+    train(cfg)  # builds the tokenizer, trains 4 steps, checkpoints at 3 and 4, exports
+    state = json.loads((cfg.run_dir / "checkpoint" / "state.json").read_text())
+    assert state["step"] == 4 and state["tokens_seen"] > 0
+    out = train(replace(cfg, steps=6))  # resumes from step 4
+    history = json.loads((cfg.run_dir / "history.json").read_text())
+    assert [r["step"] for r in history] == [1, 2, 3, 4, 5, 6]
+    assert any("valid_loss" in r for r in history)
+    facts = json.loads((out / "config.json").read_text())["training"]
+    assert facts["steps"] == 6 and facts["tokens_seen"] > state["tokens_seen"]
+    engine = Engine.load(EngineConfig(model_dir=out, device="cpu"))
+    result = engine.fill(FillRequest(text="x = \n", holes=[Hole(4, 4, 8)]))
+    assert len(result.fills) == 1
+
+
+def test_resuming_is_deterministic(tmp_path, corpus, tok):
+    tok_path = tmp_path / "tok.json"
+    tok.save(tok_path)
+    base = TrainConfig(corpus_dir=corpus, tokenizer=tok_path, **TINY)
+    straight = train(replace(base, run_dir=tmp_path / "a", steps=4))
+    train(replace(base, run_dir=tmp_path / "b", steps=2))
+    resumed = train(replace(base, run_dir=tmp_path / "b", steps=4))
+    a, b = load_model(straight).state_dict(), load_model(resumed).state_dict()
+    for k in a:
+        assert torch.allclose(a[k], b[k], atol=1e-5), k
+
+
+def test_empty_corpus_and_foreign_checkpoints_fail_clearly(tmp_path, corpus, tok):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "train.jsonl").write_text("")
+    (empty / "valid.jsonl").write_text("")
+    with pytest.raises(InputError, match="empty"):
+        train(TrainConfig(run_dir=tmp_path / "r0", corpus_dir=empty, steps=1, **TINY))
+    tok_path = tmp_path / "tok.json"
+    tok.save(tok_path)
+    cfg = TrainConfig(run_dir=tmp_path / "r1", corpus_dir=corpus, tokenizer=tok_path, steps=3, **TINY)
+    train(cfg)
+    bigger = replace(cfg, steps=4, model=replace(cfg.model, d_model=64))
+    with pytest.raises(ModelLoadError, match="another architecture"):
+        train(bigger)
+    (cfg.run_dir / "checkpoint" / "model.safetensors").write_bytes(b"not a checkpoint")
+    with pytest.raises(ModelLoadError, match="corrupt"):
+        train(replace(cfg, steps=4))
+
+
+def test_make_row_mixes_plain_and_infilling_rows(tok):
+    text = "\n".join(f"value_{i} = compute({i}, {i + 1})" for i in range(60)) + "\n"
+    cfg = ObjectiveConfig(seq_len=128, max_window=32, p_plain=0.5)
+    rng = random.Random(3)
+    rows = [r for r in (make_row(text, tok, cfg, rng) for _ in range(60)) if r]
+    plain = [r for r in rows if r.pieces[-1] == ("ctx", []) and len(r.pieces) == 3 and len(r.pieces[1][1]) == r.pieces[1][2]]
+    assert 0 < len(plain) < len(rows)
