@@ -28,6 +28,7 @@ from pathlib import Path
 
 import torch
 
+from . import model_card
 from .corpus import CorpusConfig, build_corpus, iter_documents
 from .errors import InputError, ModelLoadError
 from .model import DiffusionLM, ModelConfig, load_model, read_config, save_model
@@ -55,7 +56,7 @@ class TrainConfig:
     objective: ObjectiveConfig = ObjectiveConfig()
     batch_size: int = 16
     steps: int = 4000
-    lr: float = 2e-3
+    lr: float = 1e-3
     min_lr_ratio: float = 0.05
     warmup: int = 100
     decay_fraction: float = 0.25  # final share of steps with the learning rate decaying (WSD)
@@ -258,11 +259,13 @@ def train(cfg: TrainConfig) -> Path:
     train_docs = Documents(corpus / "train.jsonl", cfg.max_doc_chars)
     valid_docs = Documents(corpus / "valid.jsonl", cfg.max_doc_chars)
     valid = [draw_batch(valid_docs, tok, cfg, random.Random(10_000 + i)) for i in range(cfg.eval_batches)]
-    step_fn = diffusion_loss
+    def step_fn(model, batch):
+        return diffusion_loss(model, batch, cfg.objective.context_weight)
+
     bf16 = use_bf16(device, cfg.precision)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
     if device.type == "cuda":
-        step_fn = torch.compile(diffusion_loss)
+        step_fn = torch.compile(step_fn)
     model.train()
     log.info("model %.2fM parameters; %d train files; device %s; bf16 %s", mcfg.n_params() / 1e6, len(train_docs.texts), device, bf16)
     t_seg = time.time()
@@ -322,6 +325,7 @@ def export(cfg: TrainConfig, model: DiffusionLM, tok: Tokenizer, state: dict, co
     tok.save(out / "tokenizer.json")
     (cfg.run_dir / "history.json").write_text(json.dumps(state["history"]))
     plot_losses(state["history"], out / "loss.png")
+    model_card.write(out, manifest_path)
     log.info("exported %s", out)
     return out
 
@@ -368,7 +372,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, help="training steps (default: the preset's)")
     p.add_argument("--batch-size", type=int, help="rows per step (default: the preset's)")
     p.add_argument("--seq-len", type=int, help="tokens per row (default: the preset's)")
-    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto")
     p.add_argument("--max-minutes", type=float, help="training time budget: the learning rate decays and training ends by then")

@@ -86,6 +86,8 @@ def test_tiny_training_runs_resumes_and_exports_a_loadable_model(tmp_path, corpu
     assert any("valid_loss" in r for r in history)
     facts = json.loads((out / "config.json").read_text())["training"]
     assert facts["steps"] == 6 and facts["tokens_seen"] > state["tokens_seen"]
+    card = (out / "MODEL_CARD.md").read_text()
+    assert "## Corpus" in card and "tokens seen" in card and (out / "loss.png").is_file()
     engine = Engine.load(EngineConfig(model_dir=out, device="cpu"))
     result = engine.fill(FillRequest(text="x = \n", holes=[Hole(4, 4, 8)]))
     assert len(result.fills) == 1

@@ -1,0 +1,106 @@
+"""MODEL_CARD.md for an exported model: the facts `infill train` recorded, rendered as Markdown.
+
+Reads the model directory's config.json (architecture, sizes, training facts), the corpus
+manifest (packages, versions, licenses, splits) and, when given, `infill bench quality` summaries.
+It measures nothing itself: every figure in the card comes from those files.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def _row(*cells) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def render(model_dir: Path, manifest: dict, quality: list[dict] = (), notes: str = "") -> str:
+    data = json.loads((Path(model_dir) / "config.json").read_text())
+    m, t = data["model"], data.get("training", {})
+    cfg = t.get("config", {})
+    n_params = m["vocab_size"] * m["d_model"] + m["n_layers"] * (4 * m["d_model"] ** 2 + 3 * m["d_model"] * m["d_ff"] + 2 * m["d_model"]) + m["d_model"]
+    out = [
+        f"# {data.get('name', 'infill model')}",
+        "",
+        "A masked-diffusion language model for code infilling, trained by `infill train`.",
+        "",
+        "## Architecture",
+        "",
+        f"Transformer with the segment/window attention layout ({data['architecture']}): context segments are",
+        "causal and see only themselves (so their keys and values are cached exactly across fills and keystrokes);",
+        "fill windows see all context and each other bidirectionally. RoPE, RMSNorm, SwiGLU, tied embeddings.",
+        "",
+        _row("parameters", "d_model", "layers", "heads", "d_ff", "vocabulary", "context (trained)"),
+        _row("---", "---", "---", "---", "---", "---", "---"),
+        _row(f"{n_params / 1e6:.2f}M", m["d_model"], m["n_layers"], m["n_heads"], m["d_ff"], m["vocab_size"], m["max_context"]),
+        "",
+        "Tokenizer: byte-level BPE (`tokenizers`), special tokens `<|pad|>`=0, `<|mask|>`=1, `<|eos|>`=2;",
+        "whitespace and indentation round-trip exactly.",
+        "",
+        "## Training",
+        "",
+        _row("steps", "tokens seen", "window slots seen", "train time", "device", "final validation loss"),
+        _row("---", "---", "---", "---", "---", "---"),
+        _row(t.get("steps"), f"{t.get('tokens_seen', 0) / 1e6:.1f}M", f"{t.get('window_slots_seen', 0) / 1e6:.1f}M",
+             f"{t.get('train_seconds', 0) / 60:.1f} min", f"{t.get('device')} ({t.get('machine')})",
+             f"{t['final_valid_loss']:.3f}" if t.get("final_valid_loss") is not None else "n/a"),
+        "",
+        f"Objective: masked diffusion (a mask ratio t ~ U(0.05, 1) per row, loss weighted 1/t) over fill windows,",
+        f"mixed: {1 - cfg.get('objective', {}).get('p_plain', 0.2):.0%} infilling rows (a whole line, the rest of a line, a few lines,",
+        "an indented block, a random span or nothing, in a window longer than the span, padded) with",
+        f"{cfg.get('objective', {}).get('p_multi', 0.15):.0%} of them multi-hole, and plain-diffusion rows; plus the next-token loss of",
+        f"the causal context segments (weight {cfg.get('objective', {}).get('context_weight', 0)}).",
+        f"Rows of {cfg.get('objective', {}).get('seq_len')} tokens, batch {cfg.get('batch_size')}, AdamW lr {cfg.get('lr')}",
+        f"(warmup, constant, linear decay over the last {cfg.get('decay_fraction', 0.25):.0%}), precision {cfg.get('precision')}, torch {t.get('torch')}.",
+        "",
+        "![loss curves](loss.png)",
+        "",
+        "Reproduce: `infill train --preset cpu --max-minutes 75 --run-dir runs/cpu` (the schedule is time-based, so",
+        "a faster machine sees more tokens).",
+        "",
+        "## Corpus",
+        "",
+    ]
+    totals = manifest.get("totals", {})
+    out += [
+        f"Python source installed on the training machine (Python {manifest.get('python')}, built {manifest.get('date')}):",
+        f"{totals.get('files')} files, {totals.get('bytes', 0) / 1e6:.0f} MB after license filtering and",
+        "deduplication by content. Validation is held out by package. No benchmark data.",
+        "",
+        _row("package", "version", "license", "files", "split"),
+        _row("---", "---", "---", "---", "---"),
+    ]
+    for p in manifest.get("packages", []):
+        out.append(_row(p["name"], p["version"], p["license"], p["files"], p["split"]))
+    if manifest.get("excluded"):
+        out += ["", "Excluded: " + "; ".join(f"{e['name']} ({e['reason']})" for e in manifest["excluded"]) + "."]
+    out += ["", "## Evaluation", ""]
+    if quality:
+        out += [
+            "HumanEval-Infilling, one greedy sample per task, execution-judged in a sandbox (`infill bench quality`).",
+            "",
+            _row("benchmark", "tasks", "pass@1", "parses", "exact match", "settings"),
+            _row("---", "---", "---", "---", "---", "---"),
+        ]
+        for q in quality:
+            met = q.get("metrics", q)
+            st = q.get("settings", {})
+            opts = {k: v for k, v in st.get("options", {}).items() if v is not None}
+            settings = f"max_tokens {st.get('max_tokens')}, limit {st.get('limit')}, " + ", ".join(f"{k} {v}" for k, v in opts.items())
+            out.append(_row(q.get("benchmark"), q.get("n_tasks"), f"{met.get('pass@1', 0):.1%}", f"{met.get('parse_rate', 0):.1%}",
+                            f"{met.get('exact_match', 0):.1%}", settings))
+    else:
+        out.append("Not evaluated yet: run `infill bench quality single-line` and `multi-line`.")
+    if notes:
+        out += ["", notes.strip()]
+    return "\n".join(out) + "\n"
+
+
+def write(model_dir: Path, manifest_path: Path | None, quality_summaries: list[Path] = (), notes: str = "") -> Path:
+    """Render and write MODEL_CARD.md into model_dir; returns its path."""
+    manifest = json.loads(Path(manifest_path).read_text()) if manifest_path and Path(manifest_path).is_file() else {}
+    quality = [json.loads(Path(q).read_text()) for q in quality_summaries]
+    path = Path(model_dir) / "MODEL_CARD.md"
+    path.write_text(render(model_dir, manifest, quality, notes))
+    return path
