@@ -32,7 +32,8 @@ class Schedule:
     policy: str = "confidence"  # confidence | margin | entropy | left-to-right: which slots first
     temperature: float = 0.0  # 0 = greedy
     top_p: float = 1.0
-    max_repair_rounds: int = 2  # how often a constraint may send a full draft back
+    max_repair_rounds: int = 1  # how often a constraint may send a full draft back
+    max_repair_share: float = 0.5  # a row with more of its slots flagged is not repaired (too costly)
 
 
 @dataclass
@@ -216,6 +217,8 @@ def denoise_steps(
     while True:
         if not state.masked.any():
             again = constraint.remask(state) & valid
+            content = valid & (state.ids != cfg.pad_id)  # judge the share on the fill's own tokens
+            again &= ((again & content).sum(1) <= schedule.max_repair_share * content.sum(1).clamp_min(1))[:, None]
             if repairs >= schedule.max_repair_rounds or not again.any():
                 return
             repairs += 1
