@@ -138,6 +138,18 @@ def candidate_plan(options: SamplingOptions, default: int) -> list[tuple[float, 
     return [(scales[i % n_scales], options.seed + i // n_scales) for i in range(n)]
 
 
+@dataclass
+class _Layout:
+    """Candidate rows of a chunk: which request each row fills, and where everything sits."""
+
+    rows: list[int]  # request index of each row
+    ctx_pos: torch.Tensor  # [R, Lc] absolute positions of the context tokens
+    win_pos: torch.Tensor  # [R, W] absolute positions of the window slots
+    hole: torch.Tensor  # [R, W] hole number of each slot, -1 for padding
+    seeds: list[int]
+    schedules: list[Schedule]  # per request
+
+
 class Engine:
     def __init__(self, model: DiffusionLM, tokenizer: Tokenizer, config: EngineConfig = EngineConfig(), model_id: str = "model"):
         self.model = model
@@ -247,35 +259,9 @@ class Engine:
         context_ms = (time.perf_counter() - t0) * 1000
 
         # 2. Lay out candidate rows: each request x (window scale, seed).
-        rows, row_pos, win_pos, win_hole, win_len, seeds = [], [], [], [], [], []
-        schedules = []
-        for ri, p in enumerate(prepared):
-            for scale, seed in candidate_plan(p.request.options, self.config.candidates):
-                lengths = [max(1, math.ceil(w * scale)) for w in p.windows]
-                cpos, wpos, whole, at = [], [], [], 0
-                for h, seg in enumerate(p.segments):
-                    cpos.extend(range(at, at + len(seg)))
-                    at += len(seg)
-                    if h < len(lengths):
-                        wpos.extend(range(at, at + lengths[h]))
-                        whole.extend([h] * lengths[h])
-                        at += lengths[h]
-                rows.append(ri)
-                row_pos.append(cpos)
-                win_pos.append(wpos)
-                win_hole.append(whole)
-                win_len.append(lengths)
-                seeds.append(seed)
-            schedules.append(self.schedule(p.request.options, max(sum(p.windows), 1)))
-        R = len(rows)
-        W = max(len(w) for w in win_pos)
-        cpos_t = torch.zeros((R, Lc), dtype=torch.long)
-        wpos_t = torch.zeros((R, W), dtype=torch.long)
-        hole_t = torch.full((R, W), -1, dtype=torch.long)
-        for r in range(R):
-            cpos_t[r, : len(row_pos[r])] = torch.tensor(row_pos[r], dtype=torch.long)
-            wpos_t[r, : len(win_pos[r])] = torch.tensor(win_pos[r], dtype=torch.long)
-            hole_t[r, : len(win_hole[r])] = torch.tensor(win_hole[r], dtype=torch.long)
+        lay = self.layout(prepared, Lc)
+        rows, R = lay.rows, len(lay.rows)
+        cpos_t, wpos_t, hole_t = lay.ctx_pos, lay.win_pos, lay.hole
         rows_t = torch.tensor(rows, dtype=torch.long, device=dev)
         # Syntax constraint (steer, repair, judge) unless the caller brought its own.
         syntax = None
@@ -288,14 +274,14 @@ class Engine:
             pos=wpos_t.to(dev),
             hole=hole_t.to(dev),
             masked=valid.to(dev),
-            logprob=torch.zeros((R, W), device=dev),
+            logprob=torch.zeros(hole_t.shape, device=dev),
         )
         # Requests in a chunk share their sampling options; each row keeps its request's steps.
-        schedule = schedules[0]
-        row_steps = torch.tensor([schedules[ri].steps for ri in rows], dtype=torch.long)
+        schedule = lay.schedules[0]
+        row_steps = torch.tensor([lay.schedules[ri].steps for ri in rows], dtype=torch.long)
         gens = None
         if schedule.temperature > 0:
-            gens = [torch.Generator().manual_seed(s) for s in seeds]
+            gens = [torch.Generator().manual_seed(s) for s in lay.seeds]
         deadlines = [p.request.options.deadline_ms for p in prepared if p.request.options.deadline_ms]
         deadline = time.monotonic() + min(deadlines) / 1000 if deadlines else None
 
@@ -305,7 +291,7 @@ class Engine:
         for step in denoise_steps(self.model, bound, state, schedule, gens, constraint or syntax or NoConstraint(), cancel, deadline, row_steps):
             finished_at = torch.where((finished_at == 0) & ~step.masked.any(1).cpu(), step.step, finished_at)
             if on_draft is not None:
-                texts = [self.decode_hole(step.ids[0], state.hole[0], h) for h in range(len(win_len[0]))]
+                texts = [self.decode_hole(step.ids[0], state.hole[0], h) for h in range(len(prepared[0].windows))]
                 on_draft(Draft(step=step.step, texts=texts, masked=int(step.masked[0].sum())))
         denoise_ms = (time.perf_counter() - t0) * 1000
 
@@ -315,18 +301,7 @@ class Engine:
         hole = state.hole.cpu()
         best: dict[int, tuple[tuple[bool, float], list[Fill], int]] = {}
         for r in range(R):
-            fills, total, count, filled = [], 0.0, 0, 0
-            for h in range(len(win_len[r])):
-                slots = (hole[r] == h).nonzero().flatten()
-                tok = ids[r, slots]
-                pads = (tok == cfg.pad_id).nonzero().flatten()
-                n = int(pads[0]) if len(pads) else len(tok)
-                lp = logprob[r, slots[: min(n + 1, len(tok))]]
-                total += float(lp.sum())
-                count += len(lp)
-                filled += n
-                fills.append(Fill(text=self.tokenizer.decode(tok[:n].tolist()), score=float(lp.mean()) if len(lp) else 0.0))
-            score = total / max(count, 1)
+            fills, score, filled = self.decode_row(ids[r], logprob[r], hole[r], len(prepared[rows[r]].windows))
             if syntax is not None and syntax.checks[r] is not None:
                 fills = self._finish_syntax(syntax, r, prepared[rows[r]].request, fills)
             key = (fills[0].valid is True, score)  # syntax-valid candidates first, then by score
@@ -347,6 +322,51 @@ class Engine:
                 constrain_ms=syntax.seconds * 1000 if syntax is not None else 0.0,
             )
             results[indices[ri]] = FillResult(fills=fills, timings=timings, model=self.model_id)
+
+    def layout(self, prepared: list[_Prepared], ctx_len: int) -> "_Layout":
+        """Candidate rows in document order: context positions, window slots and their holes."""
+        rows, ctx_pos, win_pos, win_hole, seeds, schedules = [], [], [], [], [], []
+        for ri, p in enumerate(prepared):
+            for scale, seed in candidate_plan(p.request.options, self.config.candidates):
+                lengths = [max(1, math.ceil(w * scale)) for w in p.windows]
+                cpos, wpos, whole, at = [], [], [], 0
+                for h, seg in enumerate(p.segments):
+                    cpos.extend(range(at, at + len(seg)))
+                    at += len(seg)
+                    if h < len(lengths):
+                        wpos.extend(range(at, at + lengths[h]))
+                        whole.extend([h] * lengths[h])
+                        at += lengths[h]
+                rows.append(ri)
+                ctx_pos.append(cpos)
+                win_pos.append(wpos)
+                win_hole.append(whole)
+                seeds.append(seed)
+            schedules.append(self.schedule(p.request.options, max(sum(p.windows), 1)))
+        R, W = len(rows), max(len(w) for w in win_pos)
+        lay = _Layout(rows, torch.zeros((R, ctx_len), dtype=torch.long), torch.zeros((R, W), dtype=torch.long),
+                      torch.full((R, W), -1, dtype=torch.long), seeds, schedules)
+        for r in range(R):
+            lay.ctx_pos[r, : len(ctx_pos[r])] = torch.tensor(ctx_pos[r], dtype=torch.long)
+            lay.win_pos[r, : len(win_pos[r])] = torch.tensor(win_pos[r], dtype=torch.long)
+            lay.hole[r, : len(win_hole[r])] = torch.tensor(win_hole[r], dtype=torch.long)
+        return lay
+
+    def decode_row(self, ids: torch.Tensor, logprob: torch.Tensor, hole: torch.Tensor, n_holes: int) -> tuple[list[Fill], float, int]:
+        """One row's fills (each cut at its first pad), its mean log-probability, its token count."""
+        pad = self.model.cfg.pad_id
+        fills, total, count, filled = [], 0.0, 0, 0
+        for h in range(n_holes):
+            slots = (hole == h).nonzero().flatten()
+            tok = ids[slots]
+            pads = (tok == pad).nonzero().flatten()
+            n = int(pads[0]) if len(pads) else len(tok)
+            lp = logprob[slots[: min(n + 1, len(tok))]]  # the tokens and the pad that ended them
+            total += float(lp.sum())
+            count += len(lp)
+            filled += n
+            fills.append(Fill(text=self.tokenizer.decode(tok[:n].tolist()), score=float(lp.mean()) if len(lp) else 0.0))
+        return fills, total / max(count, 1), filled
 
     @staticmethod
     def _finish_syntax(syntax, r: int, request: FillRequest, fills: list[Fill]) -> list[Fill]:
