@@ -32,6 +32,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+import typing
 from typing import Sequence
 
 from . import __version__
@@ -48,7 +49,7 @@ from .holes import (
     parse_position,
     position_to_offset,
 )
-from .protocol import Hole
+from .protocol import Hole, Policy
 
 log = logging.getLogger("infill.cli")
 
@@ -137,7 +138,7 @@ def add_sampling_arguments(g) -> None:
     g.add_argument("--steps", type=_int_in(1), default=None, help="denoising steps (default: the engine's schedule)")
     g.add_argument("--threshold", type=_float_in(0.0, 1.0), default=None,
                    help="commit every token above this confidence each step (at least one)")
-    g.add_argument("--policy", choices=["confidence", "margin", "entropy", "left-to-right"], default="confidence",
+    g.add_argument("--policy", choices=list(typing.get_args(Policy)), default="confidence",
                    help="which masked tokens to commit first (default: confidence)")
     g.add_argument("--temperature", type=_float_in(0.0), default=0.0, help="0 = greedy (default)")
     g.add_argument("--top-p", type=_float_in(0.0, 1.0, lo_open=True), default=1.0, help="nucleus sampling (default: 1.0)")

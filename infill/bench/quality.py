@@ -27,6 +27,7 @@ import platform
 import random
 import subprocess
 import time
+import typing
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -38,7 +39,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from infill.errors import InfillError, InputError
-from infill.protocol import FillRequest, FillResult, Hole, SamplingOptions
+from infill.protocol import FillRequest, FillResult, Hole, Policy, SamplingOptions
 from infill.bench.sandbox import SandboxLimits, SandboxResult, run_python
 
 log = logging.getLogger(__name__)
@@ -354,7 +355,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=3.0, help="seconds per test program")
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--threshold", type=float, default=None)
-    parser.add_argument("--policy", choices=["confidence", "margin", "entropy"], default="confidence")
+    parser.add_argument("--policy", choices=list(typing.get_args(Policy)), default="confidence")
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--candidates", type=int, default=0)
