@@ -145,11 +145,32 @@ class ContextCache:
 
 @dataclass
 class BoundContext:
-    """A context cache bound to candidate rows: keys rotated to each row's absolute positions."""
+    """A context cache bound to candidate rows: keys rotated to each row's absolute positions.
 
-    keys: list[torch.Tensor]  # [R, H, Lc, D]
+    For a fill, window_hidden grows the key/value tensors once by the window's width and then
+    writes only the window part at each step, and keeps the window's rotary angles, so a step
+    copies nothing of the (much longer) context.
+    """
+
+    keys: list[torch.Tensor]  # [R, H, Lc (+ W), D]
     values: list[torch.Tensor]
     valid: torch.Tensor  # [R, Lc]
+    _rope: tuple | None = None  # (window positions, cos, sin) of the last step
+
+    def make_room(self, width: int) -> None:
+        """Append room for ``width`` window slots to every layer's keys and values (once)."""
+        n = self.valid.shape[1] + width
+        if not self.keys or self.keys[0].shape[2] == n:
+            return
+        lc = self.valid.shape[1]
+
+        def grow(t: torch.Tensor) -> torch.Tensor:
+            out = t.new_zeros(t.shape[0], t.shape[1], n, t.shape[3])
+            out[:, :, :lc] = t[:, :, :lc]
+            return out
+
+        self.keys = [grow(k) for k in self.keys]
+        self.values = [grow(v) for v in self.values]
 
 
 class DiffusionLM(nn.Module):
@@ -256,14 +277,18 @@ class DiffusionLM(nn.Module):
     @torch.no_grad()
     def window_hidden(self, ids: torch.Tensor, pos: torch.Tensor, valid: torch.Tensor, ctx: BoundContext) -> torch.Tensor:
         """Final hidden states [R, W, d] of the window slots (the sampler takes logits of masked ones)."""
-        cos, sin = self._rope(pos)
+        lc = ctx.valid.shape[1]
+        ctx.make_room(ids.shape[1])
+        if ctx._rope is None or ctx._rope[0] is not pos:
+            ctx._rope = (pos, *self._rope(pos))
+        _, cos, sin = ctx._rope
         key_ok = torch.cat([ctx.valid, valid], dim=1)[:, None, None, :]
         x = self.embed(ids)
-        for b, ck, cv in zip(self.blocks, ctx.keys, ctx.values):
+        for b, k_all, v_all in zip(self.blocks, ctx.keys, ctx.values):
             q, k, v = b.qkv(x)
-            k = torch.cat([ck, apply_rope(k, cos, sin)], dim=2)
-            v = torch.cat([cv, v], dim=2)
-            att = F.scaled_dot_product_attention(apply_rope(q, cos, sin), k, v, attn_mask=key_ok)
+            k_all[:, :, lc:] = apply_rope(k, cos, sin)
+            v_all[:, :, lc:] = v
+            att = F.scaled_dot_product_attention(apply_rope(q, cos, sin), k_all, v_all, attn_mask=key_ok)
             x = b.finish(x, att)
         return x
 

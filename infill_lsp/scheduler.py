@@ -5,6 +5,18 @@ previous one's cancel flag, so its denoising stops between steps, or it never st
 still waiting for the worker or its debounce. Finished fills go into a small LRU cache keyed on
 the text around the cursor. The model is loaded lazily, in the worker, when the server is
 initialized (and again when the model options change).
+
+Fills are batched: a fill joins a queue of pending jobs, and whenever the worker gets to it, it
+takes every pending job (at most ``max_batch``; cancelled ones are dropped) and runs them
+through one ``Engine.fill_batch``, so several documents typing at once share one denoising pass
+instead of waiting for each other. Documents typing at once get their answers at once, so
+before a batch the worker waits a moment (at most ``batch_wait_s``) until every document
+answered in the last second has sent its next fill; otherwise the first to send would run alone
+and the rest behind it. A lone typist never waits.
+
+A batch stops between steps only when every job in it is cancelled; a job cancelled while its
+batch runs gets Cancelled instead of its result. If the batch fails with an InfillError (a
+request the engine rejects), its jobs are retried one by one, so a bad request fails only itself.
 """
 
 from __future__ import annotations
@@ -12,16 +24,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
 
-from infill.errors import Cancelled, ModelLoadError
+from infill.errors import Cancelled, InfillError, ModelLoadError
 from infill.protocol import FillRequest, FillResult
 
 log = logging.getLogger(__name__)
 
 CACHE_SIZE = 64
+MAX_BATCH = 16  # fill jobs run through one fill_batch call, at most
+BATCH_WAIT_S = 0.015  # how long a batch waits for the next fills of recently answered documents
+RECENT_S = 1.0  # a document answered this recently counts as typing
 
 
 class LRU:
@@ -47,17 +64,43 @@ class LRU:
         self._items.clear()
 
 
-class Scheduler:
-    """Runs engine loads and fills on a single worker thread."""
+@dataclass
+class _Job:
+    """One fill waiting for (or running in) the worker."""
 
-    def __init__(self, loader: Callable[[Any], Any]):
+    key: Hashable
+    request: FillRequest
+    flag: threading.Event
+    future: Future = field(default_factory=Future)
+
+
+class _AllSet:
+    """A cancel flag for a batch: set once every job's flag is set."""
+
+    def __init__(self, flags: list[threading.Event]):
+        self.flags = flags
+
+    def is_set(self) -> bool:
+        return all(f.is_set() for f in self.flags)
+
+
+class Scheduler:
+    """Runs engine loads and (batched) fills on a single worker thread."""
+
+    def __init__(self, loader: Callable[[Any], Any], max_batch: int = MAX_BATCH, batch_wait_s: float = BATCH_WAIT_S):
         self._loader = loader  # model key -> Engine (runs in the worker; imports torch)
+        self.max_batch = max(1, max_batch)
+        self.batch_wait_s = batch_wait_s
+        self._answered: dict[Hashable, float] = {}  # fill key -> when its last job was answered
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="infill-engine")
         self._engine: Any = None
         self._engine_key: Any = None
         self._load_error: Exception | None = None
         self._loading: Future | None = None
         self._flags: dict[Hashable, threading.Event] = {}
+        self._pending: list[_Job] = []  # fills waiting for the worker, oldest first
+        self._queued = threading.Condition()  # guards _pending (the event loop appends, the worker takes)
+        self._drain_queued = False  # a _run_pending is waiting in the executor
         self.cache = LRU()
 
     # -- the model ------------------------------------------------------------------------
@@ -113,8 +156,14 @@ class Scheduler:
             full_key = None if cache_key is None else (self._engine_key, request.options, cache_key)
             if full_key is not None and (hit := self.cache.get(full_key)) is not None:
                 return hit
-            loop = asyncio.get_running_loop()
-            result = await loop.run_in_executor(self._executor, self._run, request, flag)
+            job = _Job(key, request, flag)
+            with self._queued:
+                self._pending.append(job)
+                self._queued.notify()
+                if not self._drain_queued:  # else the queued drain will take this job too
+                    self._drain_queued = True
+                    self._executor.submit(self._run_pending)
+            result = await asyncio.wrap_future(job.future)
             if full_key is not None:
                 self.cache.put(full_key, result)
             return result
@@ -125,15 +174,82 @@ class Scheduler:
             if self._flags.get(key) is flag:
                 del self._flags[key]
 
-    def _run(self, request: FillRequest, flag: threading.Event) -> FillResult:
-        if flag.is_set():
-            raise Cancelled("cancelled before it started")
+    def _take_pending(self, limit: int) -> list[_Job]:
+        """Up to ``limit`` pending jobs; cancelled ones are answered with Cancelled and dropped."""
+        jobs: list[_Job] = []
+        with self._queued:
+            while self._pending and len(jobs) < limit:
+                job = self._pending.pop(0)
+                if not job.future.set_running_or_notify_cancel():
+                    continue  # its awaiter is gone
+                if job.flag.is_set():
+                    job.future.set_exception(Cancelled("cancelled before it started"))
+                    continue
+                jobs.append(job)
+        return jobs
+
+    def _run_pending(self) -> None:
+        """Run the pending jobs as one batch and resolve each job's future (runs in the worker)."""
+        self._wait_for_typists()
+        with self._queued:
+            jobs = self._take_pending(self.max_batch)
+            self._drain_queued = False
+            if self._pending:  # more than max_batch: the rest go next
+                self._drain_queued = True
+                self._executor.submit(self._run_pending)
+        if not jobs:
+            return  # all were cancelled
+        log.debug("filling a batch of %d", len(jobs))
+        try:
+            self._run_batch(jobs)
+        finally:
+            now = time.monotonic()
+            self._answered.update((job.key, now) for job in jobs)
+
+    def _wait_for_typists(self) -> None:
+        """Wait (at most batch_wait_s) until every recently answered key has a job pending."""
+        now = time.monotonic()
+        self._answered = {k: t for k, t in self._answered.items() if now - t < RECENT_S}
+        if len(self._answered) < 2 or self.batch_wait_s <= 0:
+            return
+        with self._queued:
+            self._queued.wait_for(lambda: len(self._pending) >= self.max_batch
+                                  or self._answered.keys() <= {j.key for j in self._pending}, self.batch_wait_s)
+
+    def _run_batch(self, jobs: list[_Job]) -> None:
+        try:
+            results = self._fill([j.request for j in jobs], _AllSet([j.flag for j in jobs]))
+        except BaseException as e:  # noqa: BLE001 - delivered to the jobs' awaiters
+            if isinstance(e, InfillError) and not isinstance(e, Cancelled) and len(jobs) > 1:
+                log.info("a batch of %d fills failed (%s); filling them one by one", len(jobs), e)
+                for job in jobs:
+                    self._run_one(job)
+            else:  # every job was cancelled, or a bug: every awaiter hears of it
+                for job in jobs:
+                    job.future.set_exception(e)
+            return
+        for job, result in zip(jobs, results):
+            if job.flag.is_set():  # cancelled while the rest of its batch ran on
+                job.future.set_exception(Cancelled("cancelled while it ran"))
+            else:
+                job.future.set_result(result)
+
+    def _run_one(self, job: _Job) -> None:
+        try:
+            if job.flag.is_set():
+                raise Cancelled("cancelled before it started")
+            job.future.set_result(self._fill([job.request], job.flag)[0])
+        except BaseException as e:  # noqa: BLE001 - delivered to the job's awaiter
+            job.future.set_exception(e)
+
+    def _fill(self, requests: list[FillRequest], cancel: Any) -> list[FillResult]:
         if self._engine is None:
             if self._load_error is not None:
                 raise ModelLoadError(f"the model could not be loaded: {self._load_error}")
             self._load(self._engine_key)
-        return self._engine.fill(request, cancel=flag)
+        return self._engine.fill_batch(requests, cancel=cancel)
 
     def shutdown(self) -> None:
         self.cancel_all()
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._take_pending(len(self._pending))  # answers the jobs whose drain was cancelled

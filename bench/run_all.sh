@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Re-runs the benchmarks whose results BENCHMARKS.md summarises (CPU; about 30 minutes on 2 cores).
+# Usage: bench/run_all.sh [extra model options, e.g. --model DIR --threads 2]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+INFILL=${INFILL:-.venv/bin/infill}
+R=bench/results
+"$INFILL" bench quality single-line --out $R/quality-single-line "$@"
+"$INFILL" bench quality single-line --unconstrained --out $R/quality-single-line-unconstrained "$@"
+"$INFILL" bench quality multi-line --limit 100 --out $R/quality-multi-line-100 "$@"
+"$INFILL" bench quality multi-line --limit 100 --unconstrained --out $R/quality-multi-line-100-unconstrained "$@"
+"$INFILL" bench quality single-line --limit 300 --policy left-to-right --steps 32 --out $R/quality-single-line-300-ltr "$@"
+"$INFILL" bench speed --sections grid,steps,decoding,constrained,batch --contexts 256,1024 --repeats 10 --warmup 2 --out $R/speed-cpu "$@"
+"$INFILL" bench lsp --out $R/lsp-cpu "$@"

@@ -1,0 +1,182 @@
+"""The worker batches: fills from several documents waiting together run through ONE
+``Engine.fill_batch`` call, each still gets its own answer, and cancelling one spares the others.
+
+In process, with a spy around the tiny engine; the worker is held at a gate so that the fills
+under test are all pending when it gets to them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from infill.errors import Cancelled, RequestError
+from infill.protocol import FillRequest, Hole, SamplingOptions
+from infill_lsp.scheduler import Scheduler
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+TEXTS = {
+    "a.py": "def add(a, b):\n    return a + b\n\n\nx = add(1, 2)\ny = hel",
+    "b.py": "import os\n\nfor name in os.listdir('.'):\n    print(",
+    "c.py": "class Point:\n    def __init__(self, x, y):\n        self.x = ",
+    "d.py": "with open(path) as f:\n    data = ",
+}
+
+
+def request(text: str, max_tokens: int = 8) -> FillRequest:
+    return FillRequest(text=text, holes=[Hole(len(text), len(text), max_tokens)], options=SamplingOptions(steps=2))
+
+
+class Spy:
+    """The engine, recording each fill_batch call; ``during`` runs inside the call, before the fill."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.calls: list[list[FillRequest]] = []
+        self.flags: list = []
+        self.during = None
+
+    def fill_batch(self, requests, cancel=None):
+        self.calls.append(list(requests))
+        self.flags.append(cancel)
+        if self.during is not None:
+            self.during()
+        return self.engine.fill_batch(requests, cancel=cancel)
+
+
+def gated_scheduler(engine) -> tuple[Scheduler, Spy, threading.Event]:
+    """A scheduler whose worker is busy loading the spy until the returned gate is set."""
+    spy, gate = Spy(engine), threading.Event()
+
+    def loader(key):
+        assert gate.wait(30)
+        return spy
+
+    scheduler = Scheduler(loader)
+    scheduler.load(("tiny", "cpu"))
+    return scheduler, spy, gate
+
+
+async def start_fills(scheduler: Scheduler, names) -> dict[str, asyncio.Task]:
+    tasks = {n: asyncio.ensure_future(scheduler.fill((n, "cursor"), request(TEXTS[n]))) for n in names}
+    for _ in range(50):  # until every fill is queued for the worker
+        await asyncio.sleep(0.01)
+        if len(scheduler._pending) == len(tasks):
+            break
+    assert len(scheduler._pending) == len(tasks)
+    return tasks
+
+
+async def test_concurrent_documents_share_one_fill_batch(tiny_engine):
+    scheduler, spy, gate = gated_scheduler(tiny_engine)
+    try:
+        tasks = await start_fills(scheduler, TEXTS)
+        gate.set()
+        results = {n: await asyncio.wait_for(t, 60) for n, t in tasks.items()}
+        assert [len(c) for c in spy.calls] == [len(TEXTS)]  # one batched call for all documents
+        for name, result in results.items():  # each its own answer, as if filled alone
+            assert result.fills[0].text == tiny_engine.fill(request(TEXTS[name])).fills[0].text
+    finally:
+        scheduler.shutdown()
+
+
+async def test_cancelling_one_fill_spares_the_rest_of_its_batch(tiny_engine):
+    scheduler, spy, gate = gated_scheduler(tiny_engine)
+    try:
+        tasks = await start_fills(scheduler, TEXTS)
+        scheduler.cancel(("a.py", "cursor"))  # before the batch starts: left out of it
+        running, go = threading.Event(), threading.Event()
+
+        def during():
+            running.set()
+            assert go.wait(30)
+
+        spy.during = during
+        gate.set()
+        assert await asyncio.to_thread(running.wait, 30)
+        scheduler.cancel(("b.py", "cursor"))  # while the batch runs: its result is dropped
+        assert not spy.flags[0].is_set()  # the batch goes on for c.py and d.py
+        go.set()
+        with pytest.raises(Cancelled):
+            await asyncio.wait_for(tasks["a.py"], 60)
+        with pytest.raises(Cancelled):
+            await asyncio.wait_for(tasks["b.py"], 60)
+        for name in ("c.py", "d.py"):
+            result = await asyncio.wait_for(tasks[name], 60)
+            assert result.fills[0].text == tiny_engine.fill(request(TEXTS[name])).fills[0].text
+        assert [len(c) for c in spy.calls] == [3]
+    finally:
+        scheduler.shutdown()
+
+
+async def test_cancelling_every_fill_stops_the_batch(tiny_engine):
+    scheduler, spy, gate = gated_scheduler(tiny_engine)
+    try:
+        tasks = await start_fills(scheduler, ["a.py", "b.py"])
+        running, go = threading.Event(), threading.Event()
+        spy.during = lambda: (running.set(), go.wait(30))
+        gate.set()
+        assert await asyncio.to_thread(running.wait, 30)
+        scheduler.cancel(("a.py", "cursor"))
+        assert not spy.flags[0].is_set()
+        scheduler.cancel(("b.py", "cursor"))
+        assert spy.flags[0].is_set()  # the engine stops between steps
+        go.set()
+        for task in tasks.values():
+            with pytest.raises(Cancelled):
+                await asyncio.wait_for(task, 60)
+    finally:
+        scheduler.shutdown()
+
+
+async def test_a_bad_request_fails_alone(tiny_engine):
+    scheduler, spy, gate = gated_scheduler(tiny_engine)
+    try:
+        tasks = await start_fills(scheduler, ["a.py", "b.py"])
+        bad = asyncio.ensure_future(scheduler.fill(("bad.py", "cursor"), request("x", max_tokens=10_000)))
+        await asyncio.sleep(0.05)
+        gate.set()
+        with pytest.raises(RequestError):
+            await asyncio.wait_for(bad, 60)
+        for name, task in tasks.items():
+            result = await asyncio.wait_for(task, 60)
+            assert result.fills[0].text == tiny_engine.fill(request(TEXTS[name])).fills[0].text
+        assert [len(c) for c in spy.calls] == [3, 1, 1, 1]  # the batch, then one by one
+    finally:
+        scheduler.shutdown()
+
+
+async def test_max_batch_splits_the_queue(tiny_engine):
+    scheduler, spy, gate = gated_scheduler(tiny_engine)
+    scheduler.max_batch = 3
+    try:
+        tasks = await start_fills(scheduler, TEXTS)
+        gate.set()
+        for task in tasks.values():
+            await asyncio.wait_for(task, 60)
+        assert [len(c) for c in spy.calls] == [3, 1]
+    finally:
+        scheduler.shutdown()
+
+
+async def test_the_worker_waits_for_documents_typing_together(tiny_engine):
+    scheduler, spy, gate = gated_scheduler(tiny_engine)
+    scheduler.batch_wait_s = 10.0  # long, so that the test does not depend on timing
+    try:
+        gate.set()
+        alone = asyncio.ensure_future(scheduler.fill(("a.py", "cursor"), request(TEXTS["a.py"])))
+        await asyncio.wait_for(alone, 5)  # a lone typist never waits
+        first = [asyncio.ensure_future(scheduler.fill((n, "cursor"), request(TEXTS[n]))) for n in ("a.py", "b.py")]
+        await asyncio.wait_for(asyncio.gather(*first), 60)
+        # Both were just answered: a's next fill waits for b's (sent a little later), and they share a batch.
+        late = asyncio.ensure_future(scheduler.fill(("a.py", "cursor"), request(TEXTS["a.py"] + "l")))
+        await asyncio.sleep(0.3)
+        assert not late.done()
+        other = asyncio.ensure_future(scheduler.fill(("b.py", "cursor"), request(TEXTS["b.py"] + "x")))
+        await asyncio.wait_for(asyncio.gather(late, other), 5)
+        assert [len(c) for c in spy.calls][-1] == 2
+    finally:
+        scheduler.shutdown()
