@@ -236,6 +236,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     _add_delegated(lsp, "infill_lsp.cli", wanted=words[:1] == ["lsp"], model_options=True)
     speed = bench_sub.add_parser("speed", help="latency and tokens/s (windows x contexts, steps, batching, CPU/CUDA)")
     _add_delegated(speed, "infill.bench.speed", wanted=words[:2] == ["bench", "speed"], model_options=True)
+    v = bench_sub.add_parser("validity", help="syntax validity of fills in JavaScript/Go holes cut from unseen code")
+    _add_delegated(v, "infill.bench.validity", wanted=words[:2] == ["bench", "validity"], model_options=True)
     lsp_bench = bench_sub.add_parser("lsp", help="keystroke -> inline-completion latency through the real language server")
     _add_delegated(lsp_bench, "infill.bench.keystrokes", wanted=words[:2] == ["bench", "lsp"], model_options=True)
     refactor = sub.add_parser("refactor", help="batch edits over many files (holes, docstrings, annotate, bodies, query)")

@@ -1,0 +1,453 @@
+"""Syntax-validity benchmark: holes cut from real code the model never saw, filled with and without constraints.
+
+The default model is trained on Python only, so JavaScript and Go code is out of its training
+corpus by construction. ``bench/fetch_validity_sources.sh`` puts such code under ``bench/sources``
+(a few pinned npm packages; Go's standard library from Debian's golang-1.19-src); ``--sources``
+may point at any directory.
+
+Holes: the source files (by the language's extensions, minified and ``testdata`` files skipped)
+are shuffled with ``seed`` and the first ``max_files`` that parse with no ERROR or MISSING node
+are kept; their code lines (not blank, not comment-only, with a letter or digit, at most 200
+characters) are pooled, so files weigh by their size, and ``holes`` of them are drawn with the
+same seed. Each drawn line becomes one hole, alternately of two kinds, as in the quality
+benchmark's single-line tasks:
+
+- ``line``: the whole statement line after its indentation (the newline stays);
+- ``rest``: the rest of the line after a cursor drawn inside it.
+
+The request is the file with the hole's text removed and an insertion hole of ``max_tokens``
+at the cut. Every hole is filled twice, constrained and unconstrained (the same batches, run
+one after the other, so a busy machine slows both alike), and each fill is judged with the
+engine's own check (``infill.constraints.is_valid``):
+
+- ``valid``: the original file with the fill in place of the removed text has no ERROR or
+  MISSING node that the original did not have (the originals have none) - the headline;
+- ``valid_cut``: the same check against the cut document, which is what the engine judges
+  (errors the cut causes away from the hole count as its baseline), and ``engine_valid``, what
+  the engine reported (constrained fills only).
+
+Also: exact match with the removed text (as is and whitespace-stripped) and the engine's
+latency. Per-hole records go to ``results.jsonl``, the rest to ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import logging
+import random
+import time
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import msgspec
+from rich.console import Console
+from rich.table import Table
+
+from infill.bench.quality import DEFAULT_OUT_ROOT, REPO_ROOT, FillEngine, _fill_one, _progress, machine_info
+from infill.constraints import is_valid
+from infill.errors import InfillError, InputError
+from infill.languages import grammar as lookup_grammar, spec_for
+from infill.protocol import FillRequest, FillResult, Hole, Policy, SamplingOptions
+from infill.syntax import error_spans
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SOURCES = REPO_ROOT / "bench" / "sources"
+DEFAULT_LANGUAGES = ("javascript", "go")
+KINDS = ("line", "rest")
+MAX_LINE_CHARS = 200
+MAX_FILE_BYTES = 200_000
+_COMMENT_STARTS = ("//", "/*", "*", "#")
+
+
+@dataclass(frozen=True)
+class Cut:
+    """One hole: ``original[start:end]`` removed from file ``path``."""
+
+    path: str  # relative to the sources directory
+    original: str
+    start: int  # str offsets into original
+    end: int
+    kind: str  # "line" or "rest"
+    line: int  # 1-based
+
+    @property
+    def reference(self) -> str:
+        return self.original[self.start:self.end]
+
+    @property
+    def text(self) -> str:
+        """The document the engine sees: the original without the hole's text."""
+        return self.original[:self.start] + self.original[self.end:]
+
+    def request(self, language: str, max_tokens: int, options: SamplingOptions) -> FillRequest:
+        return FillRequest(text=self.text, holes=[Hole(self.start, self.start, max_tokens)], language=language,
+                           options=options, path=self.path)
+
+
+# --- sources and holes ------------------------------------------------------------------------
+
+
+def language_name(language: str) -> str:
+    spec = spec_for(language)
+    if spec is None:
+        raise InputError(f"unknown language {language!r}")
+    if lookup_grammar(spec.name) is None:
+        raise InputError(f"the tree-sitter grammar for {spec.name} is not installed ({spec.pin})")
+    return spec.name
+
+
+def source_dir(sources: Path | str, language: str) -> Path:
+    """``sources/<language>`` when it exists (the fetch script's layout), else ``sources`` itself."""
+    root = Path(sources)
+    sub = root / language_name(language)
+    return sub if sub.is_dir() else root
+
+
+def source_files(root: Path | str, language: str) -> list[Path]:
+    """The language's files under ``root`` (sorted), minified, oversized and testdata files left out."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError(f"no sources at {root} (run bench/fetch_validity_sources.sh or set --sources)")
+    exts = {"." + e.lower() for e in spec_for(language).extensions}
+    out = []
+    for p in sorted(root.rglob("*")):
+        name = p.name.lower()
+        if p.suffix.lower() not in exts or not p.is_file() or "testdata" in p.relative_to(root).parts:
+            continue
+        if ".min." in name or "-min." in name or p.stat().st_size > MAX_FILE_BYTES:
+            continue
+        out.append(p)
+    return out
+
+
+def parses_clean(language: str, text: str) -> bool:
+    """Whether ``text`` parses with no ERROR or MISSING node at all."""
+    g = lookup_grammar(language)
+    return not error_spans(g.parse(text.encode("utf-8", "surrogatepass")).root_node)
+
+
+def load_sources(root: Path | str, language: str, max_files: int, seed: int) -> tuple[list[tuple[str, str]], dict]:
+    """Up to ``max_files`` (relative path, text) pairs that parse cleanly, in a seeded order, and counts."""
+    language = language_name(language)
+    root = Path(root)
+    files = source_files(root, language)
+    order = list(range(len(files)))
+    random.Random(seed).shuffle(order)
+    kept, scanned, unreadable, broken = [], 0, 0, 0
+    for i in order:
+        if len(kept) >= max_files:
+            break
+        scanned += 1
+        try:
+            text = files[i].read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            unreadable += 1
+            continue
+        if any(len(line) > 1000 for line in text.splitlines()):  # minified or generated
+            unreadable += 1
+            continue
+        if not parses_clean(language, text):
+            broken += 1
+            continue
+        kept.append((files[i].relative_to(root).as_posix(), text))
+    kept.sort()
+    stats = {"found": len(files), "scanned": scanned, "skipped": unreadable, "with_errors": broken, "used": len(kept)}
+    if not kept:
+        raise InputError(f"no {language} file under {root} parses cleanly")
+    return kept, stats
+
+
+def _code_lines(text: str) -> list[tuple[int, int, int]]:
+    """(line number, content start, content end) of the lines worth a hole."""
+    out, at = [], 0
+    for n, line in enumerate(text.split("\n"), 1):
+        body = line.rstrip("\r")
+        content = body.strip()
+        start = at + len(body) - len(body.lstrip())
+        end = at + len(body.rstrip())
+        at += len(line) + 1
+        if not content or len(content) > MAX_LINE_CHARS or content.startswith(_COMMENT_STARTS):
+            continue
+        if not any(c.isalnum() for c in content):
+            continue
+        out.append((n, start, end))
+    return out
+
+
+def cut_holes(files: Sequence[tuple[str, str]], n: int, seed: int, kinds: Sequence[str] = KINDS) -> list[Cut]:
+    """``n`` holes drawn (with ``seed``) from the pooled code lines of ``files``, in file order."""
+    if not kinds or any(k not in KINDS for k in kinds):
+        raise InputError(f"hole kinds must be among {', '.join(KINDS)}")
+    pool = [(f, ln, s, e) for f, (_, text) in enumerate(files) for ln, s, e in _code_lines(text)]
+    rng = random.Random(seed)
+    picks = rng.sample(range(len(pool)), min(n, len(pool)))
+    cuts = []
+    for j, p in enumerate(picks):
+        f, ln, s, e = pool[p]
+        kind = kinds[j % len(kinds)]
+        if kind == "rest" and e - s >= 2:
+            s = rng.randrange(s + 1, e)
+        elif kind == "rest":
+            kind = "line"
+        path, text = files[f]
+        cuts.append(Cut(path, text, s, e, kind, ln))
+    cuts.sort(key=lambda c: (c.path, c.start))
+    return cuts
+
+
+# --- judging --------------------------------------------------------------------------------------
+
+
+def judge(language: str, cut: Cut, fill: str) -> dict:
+    """The engine's validity check on ``fill``, against the original file and against the cut document."""
+    return {
+        "valid": is_valid(language, cut.original, [(cut.start, cut.end)], [fill]),
+        "valid_cut": is_valid(language, cut.text, [(cut.start, cut.start)], [fill]),
+    }
+
+
+# --- running --------------------------------------------------------------------------------------
+
+
+def _fill_chunk(engine: FillEngine, chunk: list[FillRequest], mode: str) -> list[FillResult | InfillError]:
+    """``engine.fill_batch(chunk)``; a refused batch is retried one request at a time."""
+    try:
+        results: list = list(engine.fill_batch(chunk))
+    except InfillError as exc:
+        log.warning("a %s batch failed (%s); retrying one by one", mode, exc)
+        results = [_fill_one(engine, r) for r in chunk]
+    if len(results) != len(chunk):
+        raise RuntimeError(f"fill_batch returned {len(results)} results for {len(chunk)} requests")
+    return results
+
+
+def _record(language: str, i: int, cut: Cut, mode: str, result: FillResult | InfillError) -> dict:
+    ok = isinstance(result, FillResult)
+    fill = result.fills[0].text if ok else ""
+    record = {
+        "hole": i, "language": language, "mode": mode, "path": cut.path, "line": cut.line, "kind": cut.kind,
+        "start": cut.start, "end": cut.end, "reference": cut.reference, "fill": fill,
+        "error": None if ok else str(result),
+    }
+    if ok:
+        record |= judge(language, cut, fill)
+    else:
+        record |= {"valid": None, "valid_cut": None}
+    record |= {
+        "engine_valid": result.fills[0].valid if ok else None,
+        "exact": ok and fill == cut.reference,
+        "exact_stripped": ok and fill.strip() == cut.reference.strip(),
+        "fill_chars": len(fill),
+        "reference_chars": len(cut.reference),
+        "latency_ms": round(result.timings.total_ms, 3) if ok else None,
+        "constrain_ms": round(result.timings.constrain_ms, 3) if ok else None,
+        "tokens_filled": result.timings.tokens_filled if ok else None,
+        "score": result.fills[0].score if ok else None,
+    }
+    return record
+
+
+def _mean(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _mode_metrics(records: list[dict], seconds: float) -> dict:
+    ok = [r for r in records if r["error"] is None]
+    return {
+        "validity": _mean([r["valid"] for r in ok]) if ok else None,
+        "validity_cut": _mean([r["valid_cut"] for r in ok]) if ok else None,
+        "engine_validity": _mean([r["engine_valid"] for r in ok if r["engine_valid"] is not None]),
+        "exact_match": _mean([r["exact"] for r in records]),
+        "exact_match_stripped": _mean([r["exact_stripped"] for r in records]),
+        "mean_latency_ms": _mean([r["latency_ms"] for r in ok]),
+        "mean_constrain_ms": _mean([r["constrain_ms"] for r in ok]),
+        "mean_fill_chars": _mean([r["fill_chars"] for r in ok]),
+        "empty_fills": sum(r["fill_chars"] == 0 for r in ok),
+        "engine_errors": len(records) - len(ok),
+        "wall_s": round(seconds, 3),
+        "by_kind": {k: {"holes": len(rs), "validity": _mean([r["valid"] for r in rs]),
+                        "exact_match": _mean([r["exact"] for r in rs])}
+                    for k in KINDS if (rs := [r for r in ok if r["kind"] == k])},
+    }
+
+
+def _source_sets(root: Path, files: Sequence[tuple[str, str]]) -> list[str]:
+    """What the sources are: the lines of ``SOURCES.txt`` (written by the fetch script), else the top folders."""
+    listing = root / "SOURCES.txt"
+    if listing.is_file():
+        return [x.strip() for x in listing.read_text(encoding="utf-8").splitlines() if x.strip()]
+    return sorted({p.split("/", 1)[0] for p, _ in files if "/" in p})
+
+
+def _digest(files: Sequence[tuple[str, str]]) -> str:
+    h = hashlib.sha256()
+    for path, text in files:
+        h.update(path.encode() + b"\0" + text.encode("utf-8", "surrogatepass") + b"\0")
+    return h.hexdigest()[:16]
+
+
+def run_validity(engine: FillEngine, *, language: str, sources: Path | str | None = None, holes: int = 200,
+                 max_tokens: int = 32, seed: int = 0, options: SamplingOptions = SamplingOptions(),
+                 out_dir: Path | str | None = None, max_files: int = 200, batch_size: int = 8,
+                 kinds: Sequence[str] = KINDS, progress: bool = True) -> dict:
+    """Cut ``holes`` holes from ``language`` files under ``sources``, fill each constrained and
+    unconstrained, judge, and write ``results.jsonl`` and ``summary.json`` to ``out_dir``.
+
+    ``sources`` is a directory; its ``<language>`` subdirectory is used when there is one.
+    Returns the summary (also written), with ``out_dir`` set to where the files went.
+    """
+    language = language_name(language)
+    if holes < 1 or batch_size < 1 or max_files < 1:
+        raise InputError("holes, batch size and max files must be at least 1")
+    root = source_dir(sources or DEFAULT_SOURCES, language)
+    files, file_stats = load_sources(root, language, max_files, seed)
+    cuts = cut_holes(files, holes, seed, kinds)
+    modes = {"constrained": msgspec.structs.replace(options, constrained=True),
+             "unconstrained": msgspec.structs.replace(options, constrained=False)}
+    requests = {m: [c.request(language, max_tokens, o) for c in cuts] for m, o in modes.items()}
+    log.info("%s: %d holes from %d files under %s, max_tokens=%d", language, len(cuts), len(files), root, max_tokens)
+
+    # Warm up (untimed) so the first timed batch does not pay for loading kernels and grammars.
+    _fill_one(engine, requests["unconstrained"][0])
+    _fill_one(engine, requests["constrained"][0])
+    batches, seconds = [], {m: 0.0 for m in modes}
+    for i in range(0, len(cuts), batch_size):
+        for m in modes:
+            batches.append((m, requests[m][i:i + batch_size]))
+    results: dict[str, list] = {m: [] for m in modes}
+    # Time each batch by itself: constrained and unconstrained alternate batch by batch.
+    with _progress(progress) as bar:
+        job = bar.add_task(f"filling {language}", total=2 * len(cuts))
+        for mode, chunk in batches:
+            t0 = time.monotonic()
+            results[mode].extend(_fill_chunk(engine, chunk, mode))
+            seconds[mode] += time.monotonic() - t0
+            bar.advance(job, len(chunk))
+
+    records = [_record(language, i, cut, m, results[m][i]) for i, cut in enumerate(cuts) for m in modes]
+    model_id = getattr(engine, "model_id", None) or next(
+        (r.model for rs in results.values() for r in rs if isinstance(r, FillResult)), "unknown")
+    summary = {
+        "benchmark": "validity",
+        "language": language,
+        "n_holes": len(cuts),
+        "model": model_id,
+        "sources": {
+            "dir": str(root),
+            "sets": _source_sets(root, files),
+            "files": file_stats,
+            "lines_in_files": sum(t.count("\n") + 1 for _, t in files),
+            "sha256": _digest(files),
+        },
+        "settings": {
+            "holes": holes, "seed": seed, "max_tokens": max_tokens, "max_files": max_files, "batch_size": batch_size,
+            "kinds": list(kinds), "options": msgspec.to_builtins(options),
+        },
+        # How often the empty fill would pass: the floor that a validity rate should be read against.
+        "empty_fill_validity": _mean([judge(language, c, "")["valid"] for c in cuts]),
+        "metrics": {m: _mode_metrics([r for r in records if r["mode"] == m], seconds[m]) for m in modes},
+        "machine": machine_info(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    c, u = summary["metrics"]["constrained"], summary["metrics"]["unconstrained"]
+    if c["mean_latency_ms"] and u["mean_latency_ms"]:
+        summary["metrics"]["latency_ratio"] = round(c["mean_latency_ms"] / u["mean_latency_ms"], 3)
+    out = Path(out_dir) if out_dir else DEFAULT_OUT_ROOT / f"validity-{language}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "results.jsonl", "w", encoding="utf-8") as f:
+        for record in records:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    log.info("wrote %s", out)
+    summary["out_dir"] = str(out)
+    return summary
+
+
+# --- command line (wired by infill/cli.py as `infill bench validity`) ----------------------------
+
+
+def _kinds(text: str) -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names or any(n not in KINDS for n in names):
+        raise argparse.ArgumentTypeError(f"expected a comma-separated subset of {','.join(KINDS)}, got {text!r}")
+    return names
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the validity benchmark's arguments to ``parser`` (the model options are the CLI's)."""
+    parser.add_argument("languages", nargs="*", default=list(DEFAULT_LANGUAGES), metavar="LANGUAGE",
+                        help=f"languages to cut holes in (default: {' '.join(DEFAULT_LANGUAGES)})")
+    parser.add_argument("--sources", type=Path, default=None,
+                        help=f"source directory; its <language> subdirectory is used if present (default: {DEFAULT_SOURCES}, "
+                             "filled by bench/fetch_validity_sources.sh)")
+    parser.add_argument("--holes", type=int, default=200, help="holes per language (default 200)")
+    parser.add_argument("--max-tokens", type=int, default=32, help="fill window of each hole (default 32)")
+    parser.add_argument("--kinds", type=_kinds, default=list(KINDS), help="hole kinds, alternating (default: line,rest)")
+    parser.add_argument("--max-files", type=int, default=200, help="clean files per language to draw holes from")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the file order and the hole cuts")
+    parser.add_argument("--batch-size", type=int, default=8, help="requests per engine.fill_batch call")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"output directory (default: {DEFAULT_OUT_ROOT}/validity-<language>-<time>; "
+                             "with several languages, OUT/<language>)")
+    parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument("--threshold", type=float, default=None)
+    parser.add_argument("--policy", choices=list(typing.get_args(Policy)), default="confidence")
+    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--sample-seed", type=int, default=0, help="the sampler's seed")
+    parser.add_argument("--candidates", type=int, default=0)
+
+
+def main(args: argparse.Namespace, engine: FillEngine) -> int:
+    """Run the benchmark for each language the parsed ``args`` name and print a table; exit code."""
+    options = SamplingOptions(steps=args.steps, threshold=args.threshold, policy=args.policy,
+                              temperature=args.temperature, seed=args.sample_seed, candidates=args.candidates)
+    languages = [language_name(x) for x in args.languages]
+    summaries = []
+    for language in languages:
+        out = args.out / language if args.out and len(languages) > 1 else args.out
+        summaries.append(run_validity(engine, language=language, sources=args.sources, holes=args.holes,
+                                      max_tokens=args.max_tokens, seed=args.seed, options=options, out_dir=out,
+                                      max_files=args.max_files, batch_size=args.batch_size, kinds=args.kinds))
+    print_summary(summaries)
+    return 0
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def print_summary(summaries: list[dict] | dict, console: Console | None = None) -> None:
+    summaries = [summaries] if isinstance(summaries, dict) else summaries
+    console = console or Console()
+    model = summaries[0]["model"] if summaries else "?"
+    table = Table(title=f"syntax validity of fills · {model}")
+    for name, justify in [("language", "left"), ("holes", "right"), ("constrained", "left"), ("valid", "right"),
+                          ("valid (cut)", "right"), ("exact", "right"), ("exact (strip)", "right"),
+                          ("ms", "right"), ("empty", "right")]:
+        table.add_column(name, justify=justify)
+    for s in summaries:
+        for mode in ("constrained", "unconstrained"):
+            m = s["metrics"][mode]
+            table.add_row(s["language"] if mode == "constrained" else "", str(s["n_holes"]) if mode == "constrained" else "",
+                          "yes" if mode == "constrained" else "no", _pct(m["validity"]), _pct(m["validity_cut"]), _pct(m["exact_match"]),
+                          _pct(m["exact_match_stripped"]), _ms(m["mean_latency_ms"]), str(m["empty_fills"]),
+                          end_section=mode == "unconstrained")
+    console.print(table)
+    for s in summaries:
+        console.print(f"{s['language']}: an empty fill would be valid in {_pct(s['empty_fill_validity'])} of the holes")
+    for s in summaries:
+        ratio = s["metrics"].get("latency_ratio")
+        console.print(f"{s['language']}: {s['sources']['files']['used']} files from {s['sources']['dir']}"
+                      + (f"; constrained/unconstrained latency {ratio:.2f}x" if ratio else "")
+                      + f"; results: {s['out_dir']}")

@@ -1,0 +1,162 @@
+"""The validity benchmark on a few tiny JavaScript and Go files, with the tiny random model."""
+
+import argparse
+import json
+
+import pytest
+
+from infill.bench import validity
+from infill.errors import InputError
+from infill.languages import grammar
+
+JS = {
+    "lib/math.js": """\
+'use strict';
+
+// Small helpers.
+function add(a, b) {
+  return a + b;
+}
+
+function clamp(x, lo, hi) {
+  if (x < lo) return lo;
+  if (x > hi) return hi;
+  return x;
+}
+
+module.exports = { add, clamp };
+""",
+    "lib/list.js": """\
+export class List {
+  constructor(items) {
+    this.items = items || [];
+  }
+
+  push(item) {
+    this.items.push(item);
+    return this;
+  }
+
+  get size() {
+    return this.items.length;
+  }
+}
+""",
+    "lib/broken.js": "function broken( {\n  return 1;\n",  # has errors: never used
+}
+
+GO = {
+    "src/calc/calc.go": """\
+package calc
+
+import "fmt"
+
+// Sum adds the numbers.
+func Sum(xs []int) int {
+\ttotal := 0
+\tfor _, x := range xs {
+\t\ttotal += x
+\t}
+\treturn total
+}
+
+func Describe(xs []int) string {
+\treturn fmt.Sprintf("%d numbers, sum %d", len(xs), Sum(xs))
+}
+""",
+}
+
+
+def _write(root, files):
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def sources(tmp_path):
+    _write(tmp_path / "src" / "javascript", JS)
+    _write(tmp_path / "src" / "go", GO)
+    (tmp_path / "src" / "javascript" / "x.min.js").write_text("var a=1;", encoding="utf-8")
+    return tmp_path / "src"
+
+
+def test_only_clean_files_are_used(sources):
+    files, stats = validity.load_sources(sources / "javascript", "javascript", 10, 0)
+    assert [p for p, _ in files] == ["lib/list.js", "lib/math.js"]
+    assert stats == {"found": 3, "scanned": 3, "skipped": 0, "with_errors": 1, "used": 2}
+
+
+def test_hole_choice_is_deterministic(sources):
+    files, _ = validity.load_sources(sources / "javascript", "javascript", 10, 0)
+    a = validity.cut_holes(files, 6, seed=0)
+    b = validity.cut_holes(files, 6, seed=0)
+    c = validity.cut_holes(files, 6, seed=1)
+    assert a == b and a != c and len(a) == 6
+    assert {h.kind for h in a} == {"line", "rest"}
+    for h in a:
+        assert h.reference and "\n" not in h.reference and h.text != h.original
+        assert h.text[:h.start] + h.reference + h.text[h.start:] == h.original
+        assert not h.reference.lstrip().startswith("//")
+        if h.kind == "line":  # the whole line after its indentation
+            assert h.original[:h.start].endswith(("\n", " ", "\t")) and h.original[h.end] == "\n"
+
+
+def test_judge_agrees_with_tree_sitter(sources):
+    files, _ = validity.load_sources(sources / "go", "go", 10, 0)
+    text = files[0][1]
+    start = text.index("total += x")
+    cut = validity.Cut("calc.go", text, start, start + len("total += x"), "line", 9)
+    g = grammar("go")
+
+    def tree_sitter_ok(fill):
+        return not g.parse((cut.text[:cut.start] + fill + cut.text[cut.start:]).encode()).root_node.has_error
+
+    for fill, expected in [("total += x", True), ("total -= 2 * x", True), ("total += (x", False), ("}}", False)]:
+        judged = validity.judge("go", cut, fill)
+        assert judged["valid"] is expected and tree_sitter_ok(fill) is expected, fill
+
+
+def test_run_writes_summary_and_records(tiny_engine, sources, tmp_path):
+    out = tmp_path / "out"
+    summary = validity.run_validity(tiny_engine, language="js", sources=sources, holes=4, max_tokens=6, seed=0,
+                                    out_dir=out, progress=False)
+    assert summary["language"] == "javascript" and summary["n_holes"] == 4
+    assert summary["sources"]["files"]["used"] == 2 and summary["sources"]["dir"].endswith("javascript")
+    assert 0.0 <= summary["empty_fill_validity"] <= 1.0
+    for mode in ("constrained", "unconstrained"):
+        m = summary["metrics"][mode]
+        for key in ("validity", "validity_cut", "exact_match", "exact_match_stripped", "mean_latency_ms"):
+            assert m[key] is not None and m[key] >= 0, (mode, key)
+        assert m["engine_errors"] == 0
+    assert summary["metrics"]["unconstrained"]["engine_validity"] is None
+    assert "machine" in summary and "settings" in summary
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 8 and {r["mode"] for r in records} == {"constrained", "unconstrained"}
+    assert json.loads((out / "summary.json").read_text())["n_holes"] == 4
+    # The same holes in both modes.
+    by_mode = {m: [(r["path"], r["start"], r["reference"]) for r in records if r["mode"] == m]
+               for m in ("constrained", "unconstrained")}
+    assert by_mode["constrained"] == by_mode["unconstrained"]
+
+
+def test_cli_main_runs_each_language(tiny_engine, sources, tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    validity.add_arguments(parser)
+    args = parser.parse_args(["javascript", "go", "--sources", str(sources), "--holes", "2", "--max-tokens", "4",
+                              "--out", str(tmp_path / "out")])
+    assert validity.main(args, tiny_engine) == 0
+    for lang in ("javascript", "go"):
+        assert json.loads((tmp_path / "out" / lang / "summary.json").read_text())["language"] == lang
+    assert "unconstrained" in capsys.readouterr().out
+
+
+def test_bad_inputs(tmp_path):
+    with pytest.raises(InputError):
+        validity.language_name("cobol")
+    with pytest.raises(InputError):
+        validity.load_sources(tmp_path / "nowhere", "go", 10, 0)
+    (tmp_path / "bad.go").write_text("package x\nfunc (\n", encoding="utf-8")
+    with pytest.raises(InputError):
+        validity.load_sources(tmp_path, "go", 10, 0)
