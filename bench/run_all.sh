@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 INFILL=${INFILL:-.venv/bin/infill}
 R=bench/results
+bench/fetch_validity_sources.sh
 "$INFILL" bench quality single-line --out $R/quality-single-line "$@"
 "$INFILL" bench quality single-line --unconstrained --out $R/quality-single-line-unconstrained "$@"
 "$INFILL" bench quality multi-line --limit 100 --out $R/quality-multi-line-100 "$@"
@@ -12,3 +13,4 @@ R=bench/results
 "$INFILL" bench quality single-line --limit 300 --policy left-to-right --steps 32 --out $R/quality-single-line-300-ltr "$@"
 "$INFILL" bench speed --sections grid,steps,decoding,constrained,batch --contexts 256,1024 --repeats 10 --warmup 2 --out $R/speed-cpu "$@"
 "$INFILL" bench lsp --out $R/lsp-cpu "$@"
+"$INFILL" bench validity javascript go --holes 100 --max-tokens 32 --seed 0 --out $R/validity-cpu "$@"
