@@ -79,6 +79,8 @@ def validate(request: FillRequest) -> None:
             raise RequestError(f"hole {i} overlaps or precedes the hole before it")
         if not 1 <= h.max_tokens <= MAX_HOLE_TOKENS:
             raise RequestError(f"hole {i}: max_tokens must be between 1 and {MAX_HOLE_TOKENS}")
+        if not 0 <= h.min_tokens <= h.max_tokens:
+            raise RequestError(f"hole {i}: min_tokens must be between 0 and max_tokens")
         prev_end = h.end
 
 
@@ -146,6 +148,7 @@ class _Layout:
     ctx_pos: torch.Tensor  # [R, Lc] absolute positions of the context tokens
     win_pos: torch.Tensor  # [R, W] absolute positions of the window slots
     hole: torch.Tensor  # [R, W] hole number of each slot, -1 for padding
+    no_pad: torch.Tensor  # [R, W] slots that may not be pad (a hole's min_tokens)
     seeds: list[int]
     schedules: list[Schedule]  # per request
 
@@ -275,6 +278,7 @@ class Engine:
             hole=hole_t.to(dev),
             masked=valid.to(dev),
             logprob=torch.zeros(hole_t.shape, device=dev),
+            no_pad=lay.no_pad.to(dev),
         )
         # Requests in a chunk share their sampling options; each row keeps its request's steps.
         schedule = lay.schedules[0]
@@ -325,31 +329,35 @@ class Engine:
 
     def layout(self, prepared: list[_Prepared], ctx_len: int) -> "_Layout":
         """Candidate rows in document order: context positions, window slots and their holes."""
-        rows, ctx_pos, win_pos, win_hole, seeds, schedules = [], [], [], [], [], []
+        rows, ctx_pos, win_pos, win_hole, win_nopad, seeds, schedules = [], [], [], [], [], [], []
         for ri, p in enumerate(prepared):
             for scale, seed in candidate_plan(p.request.options, self.config.candidates):
                 lengths = [max(1, math.ceil(w * scale)) for w in p.windows]
-                cpos, wpos, whole, at = [], [], [], 0
+                cpos, wpos, whole, nopad, at = [], [], [], [], 0
                 for h, seg in enumerate(p.segments):
                     cpos.extend(range(at, at + len(seg)))
                     at += len(seg)
                     if h < len(lengths):
                         wpos.extend(range(at, at + lengths[h]))
                         whole.extend([h] * lengths[h])
+                        need = min(p.request.holes[h].min_tokens, lengths[h])
+                        nopad.extend([i < need for i in range(lengths[h])])
                         at += lengths[h]
                 rows.append(ri)
                 ctx_pos.append(cpos)
                 win_pos.append(wpos)
                 win_hole.append(whole)
+                win_nopad.append(nopad)
                 seeds.append(seed)
             schedules.append(self.schedule(p.request.options, max(sum(p.windows), 1)))
         R, W = len(rows), max(len(w) for w in win_pos)
         lay = _Layout(rows, torch.zeros((R, ctx_len), dtype=torch.long), torch.zeros((R, W), dtype=torch.long),
-                      torch.full((R, W), -1, dtype=torch.long), seeds, schedules)
+                      torch.full((R, W), -1, dtype=torch.long), torch.zeros((R, W), dtype=torch.bool), seeds, schedules)
         for r in range(R):
             lay.ctx_pos[r, : len(ctx_pos[r])] = torch.tensor(ctx_pos[r], dtype=torch.long)
             lay.win_pos[r, : len(win_pos[r])] = torch.tensor(win_pos[r], dtype=torch.long)
             lay.hole[r, : len(win_hole[r])] = torch.tensor(win_hole[r], dtype=torch.long)
+            lay.no_pad[r, : len(win_nopad[r])] = torch.tensor(win_nopad[r], dtype=torch.bool)
         return lay
 
     def decode_row(self, ids: torch.Tensor, logprob: torch.Tensor, hole: torch.Tensor, n_holes: int) -> tuple[list[Fill], float, int]:

@@ -68,7 +68,7 @@ def find_holes(text: str, default_max_tokens: int = DEFAULT_MAX_TOKENS) -> tuple
             raise InputError(f"line {line}:{col}: two <FILL> markers with nothing between them (use one, with a larger N)")
         pieces.append(text[at : m.start()])
         out_len += m.start() - at
-        holes.append(Hole(start=out_len, end=out_len, max_tokens=budget))
+        holes.append(Hole(start=out_len, end=out_len, max_tokens=budget, min_tokens=1))
         at = m.end()
     if not holes:
         return text, []

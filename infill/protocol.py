@@ -20,6 +20,7 @@ class Hole(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     start: int
     end: int
     max_tokens: int = 32  # the fill window: at most this many tokens, the rest is padding
+    min_tokens: int = 0  # at least this many: 1 for an explicit hole, 0 at a cursor (may stay empty)
 
 
 class SamplingOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

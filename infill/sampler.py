@@ -45,6 +45,7 @@ class Windows:
     hole: torch.Tensor  # [R, W] long; hole number of each slot, -1 for batch padding
     masked: torch.Tensor  # [R, W] bool
     logprob: torch.Tensor  # [R, W] float; log-probability of each committed token when committed
+    no_pad: torch.Tensor | None = None  # [R, W] bool: slots that may not be pad (a hole's minimum)
 
     @property
     def valid(self) -> torch.Tensor:
@@ -234,6 +235,8 @@ def denoise_steps(
         hidden = model.window_hidden(state.ids, state.pos, valid, ctx)
         logits = model.logits(hidden[candidates])
         logits[:, cfg.mask_id] = float("-inf")
+        if state.no_pad is not None:
+            logits[state.no_pad[candidates], cfg.pad_id] = float("-inf")
         noise = None
         if schedule.temperature > 0:  # one generator per row: a row's draws do not depend on its batch
             noise = torch.stack([torch.rand((state.ids.shape[1], logits.shape[-1]), generator=g) for g in generators])

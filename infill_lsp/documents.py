@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 from infill.holes import find_holes, match_newlines, newline_of
 from infill.protocol import Hole
 
@@ -46,12 +48,12 @@ def prepare(text: str, holes: list[Hole], window: int = WINDOW_CHARS) -> Prepare
     hi = min(len(text), holes[-1].end + window)
     if lo or hi < len(text):
         text = text[lo:hi]
-        holes = [Hole(h.start - lo, h.end - lo, h.max_tokens) for h in holes]
+        holes = [msgspec.structs.replace(h, start=h.start - lo, end=h.end - lo) for h in holes]
     if "\r\n" in text:
         def shift(offset: int) -> int:
             return offset - text.count("\r\n", 0, offset)
 
-        holes = [Hole(shift(h.start), shift(h.end), h.max_tokens) for h in holes]
+        holes = [msgspec.structs.replace(h, start=shift(h.start), end=shift(h.end)) for h in holes]
         text = text.replace("\r\n", "\n")
     return Prepared(text=text, holes=holes, newline=newline)
 

@@ -23,14 +23,14 @@ def test_no_markers():
 def test_one_marker_default_budget():
     text, holes = find_holes("x = <FILL>\n", 32)
     assert text == "x = \n"
-    assert holes == [Hole(4, 4, 32)]
+    assert holes == [Hole(4, 4, 32, min_tokens=1)]
 
 
 def test_sized_markers_and_offsets_in_clean_text():
     src = "a<FILL:5>b\nc<FILL>d<FILL:512>"
     text, holes = find_holes(src, 7)
     assert text == "ab\ncd"
-    assert holes == [Hole(1, 1, 5), Hole(4, 4, 7), Hole(5, 5, 512)]
+    assert holes == [Hole(1, 1, 5, 1), Hole(4, 4, 7, 1), Hole(5, 5, 512, 1)]
     assert apply_fills(text, holes, ["X", "Y", "Z"]) == "aXb\ncYdZ"
 
 

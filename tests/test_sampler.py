@@ -204,3 +204,11 @@ def test_sampling_builds_no_autograd_graph():
     state.pos = state.pos + 3
     denoise(model, ctx, state, Schedule(steps=2))
     assert not state.logprob.requires_grad
+
+
+def test_min_tokens_forbids_pad_in_the_first_slots():
+    model = Scripted(pad_from=0)  # the model would rather leave the hole empty
+    state = fresh(W=4)
+    state.no_pad = torch.tensor([[True, False, False, False]])
+    denoise(model, empty_ctx(1), state, Schedule(steps=4))
+    assert state.ids[0, 0] != PAD and (state.ids[0, 1:] == PAD).all()

@@ -106,7 +106,7 @@ def load_tasks(benchmark: str, data_dir: Path | str | None = None, limit: int | 
 
 def build_request(task: Task, max_tokens: int, options: SamplingOptions = SamplingOptions()) -> FillRequest:
     cursor = len(task.prompt)
-    return FillRequest(text=task.prompt + task.suffix, holes=[Hole(cursor, cursor, max_tokens)],
+    return FillRequest(text=task.prompt + task.suffix, holes=[Hole(cursor, cursor, max_tokens, min_tokens=1)],
                        language="python", options=options)
 
 

@@ -43,10 +43,10 @@ def test_prepare_normalizes_crlf_and_windows_huge_texts():
 
 def test_fill_sites_and_selection():
     clean, holes, sites = fill_sites("a<FILL>b<FILL:4>c")
-    assert clean == "abc" and holes == [Hole(1, 1, 32), Hole(2, 2, 4)]
+    assert clean == "abc" and holes == [Hole(1, 1, 32, 1), Hole(2, 2, 4, 1)]
     assert [(s.start, s.end) for s in sites] == [(1, 7), (8, 16)]
     _, holes, sites = fill_sites("a<FILL>b<FILL:4>c", 8, 17)
-    assert holes == [Hole(2, 2, 4)] and [(s.start, s.end) for s in sites] == [(8, 16)]
+    assert holes == [Hole(2, 2, 4, 1)] and [(s.start, s.end) for s in sites] == [(8, 16)]
 
 
 def test_word_before():
