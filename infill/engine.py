@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import msgspec
 import torch
 
 from . import constraints as syntax_constraints
@@ -54,6 +55,7 @@ class _Prepared:
     segments: list[list[int]]  # len(holes) + 1 token lists, trimmed to the budget
     windows: list[int] = field(default_factory=list)  # max slots per hole
     tokenize_ms: float = 0.0
+    indents: list[str] = field(default_factory=list)  # indentation moved from the prefix into each hole
 
 
 def resolve_device(name: str) -> torch.device:
@@ -130,6 +132,36 @@ def sticky_start(n: int, keep: int, quantum: int) -> int:
     return min(n, max(0, -(-(n - keep) // quantum) * quantum))
 
 
+def line_start_holes(request: FillRequest) -> tuple[FillRequest, list[str]]:
+    """Start each hole that sits after a line's indentation at the line's start instead.
+
+    The model sees the indentation as part of the fill, tokenized as in running text ("    " +
+    " return", not "        " + "return"); a prefix that ends in bare indentation otherwise reads
+    as an unusual token boundary and draws whitespace. Returns the moved request and, per hole,
+    the indentation to take off the fill again (drop_indent).
+    """
+    holes, indents = [], []
+    for h in request.holes:
+        line_start = request.text.rfind("\n", 0, h.start) + 1
+        indent = request.text[line_start : h.start]
+        if indent and not indent.strip(" \t") and (not holes or holes[-1].end <= line_start):
+            holes.append(msgspec.structs.replace(h, start=line_start))
+            indents.append(indent)
+        else:
+            holes.append(h)
+            indents.append("")
+    if not any(indents):
+        return request, indents
+    return msgspec.structs.replace(request, holes=holes), indents
+
+
+def drop_indent(fill: str, indent: str) -> str:
+    """A fill made from the line start, as text for the original hole after ``indent``."""
+    if not indent:
+        return fill
+    return fill[len(indent) :] if fill.startswith(indent) else fill.lstrip(" \t")
+
+
 def candidate_plan(options: SamplingOptions, default: int) -> list[tuple[float, int]]:
     """(window scale, seed) for each candidate row: window lengths first, then seeds."""
     n = options.candidates or default
@@ -190,6 +222,7 @@ class Engine:
     def prepare(self, request: FillRequest) -> _Prepared:
         validate(request)
         t0 = time.perf_counter()
+        request, indents = line_start_holes(request)
         budget = self.budget()
         texts = segment_texts(request)
         # Cut far-away text by characters first (at a line start) so a huge file costs nothing.
@@ -209,7 +242,7 @@ class Engine:
             keep[0] = (0, len(tokens[0]) - sticky_start(len(tokens[0]), keep[0][1], quantum=max(1, budget // 8)))
         segments = [trim(t, k) for t, k in zip(tokens, keep)]
         windows = [h.max_tokens for h in request.holes]
-        return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000)
+        return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000, indents)
 
     # -- filling ----------------------------------------------------------------------------
 
@@ -325,6 +358,7 @@ class Engine:
                 candidates=rows.count(ri),
                 constrain_ms=syntax.seconds * 1000 if syntax is not None else 0.0,
             )
+            fills = [msgspec.structs.replace(f, text=drop_indent(f.text, ind)) for f, ind in zip(fills, p.indents)]
             results[indices[ri]] = FillResult(fills=fills, timings=timings, model=self.model_id)
 
     def layout(self, prepared: list[_Prepared], ctx_len: int) -> "_Layout":
@@ -376,16 +410,29 @@ class Engine:
             fills.append(Fill(text=self.tokenizer.decode(tok[:n].tolist()), score=float(lp.mean()) if len(lp) else 0.0))
         return fills, total / max(count, 1), filled
 
-    @staticmethod
-    def _finish_syntax(syntax, r: int, request: FillRequest, fills: list[Fill]) -> list[Fill]:
-        """Cut cursor completions at their syntactic unit's end; mark the row's fills valid or not."""
+    def _finish_syntax(self, syntax, r: int, request: FillRequest, fills: list[Fill]) -> list[Fill]:
+        """Cut cursor completions at their syntactic unit's end; mark the row's fills valid or not.
+
+        A row still invalid after repair is cut back, hole by hole, to the longest token prefix
+        that parses (never below a hole's min_tokens): "print(x" beats "print(x))".
+        """
         texts = []
         for h, f in zip(request.holes, fills):
             text = f.text
-            if h.start == h.end:
+            if not request.text[h.start : h.end].strip():  # an insertion (after a line's indentation, maybe)
                 text = syntax_constraints.truncate_completion(syntax.checks[r].grammar, request.text[: h.start], text, request.text[h.end :])
             texts.append(text)
         valid = syntax.judge(r, texts)
+        if valid is False:
+            for i, h in enumerate(request.holes):
+                toks = self.tokenizer.encode(texts[i])
+                for k in range(len(toks) - 1, max(h.min_tokens, 1) - 1, -1):
+                    shorter = texts[:i] + [self.tokenizer.decode(toks[:k])] + texts[i + 1 :]
+                    if syntax.judge(r, shorter):
+                        texts, valid = shorter, True
+                        break
+                if valid:
+                    break
         return [Fill(text=t, score=f.score, valid=valid) for t, f in zip(texts, fills)]
 
     def decode_hole(self, ids: torch.Tensor, hole: torch.Tensor, h: int) -> str:

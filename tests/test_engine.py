@@ -129,3 +129,38 @@ def test_fill_batch_equals_single_fills_default_schedule(tiny_engine):
     batch = tiny_engine.fill_batch(reqs)
     assert [[f.text for f in r.fills] for r in batch] == [[f.text for f in r.fills] for r in single]
     assert [r.timings.steps for r in batch] == [r.timings.steps for r in single]
+
+
+def test_a_hole_after_indentation_is_filled_from_the_line_start():
+    from infill.engine import drop_indent, line_start_holes
+
+    text = "def f():\n    x = 1\n    \n"
+    req = FillRequest(text=text, holes=[Hole(23, 23, 8)])
+    moved, indents = line_start_holes(req)
+    assert moved.holes[0].start == 19 and moved.holes[0].end == 23 and indents == ["    "]
+    assert drop_indent("    return x\n", "    ") == "return x\n"
+    assert drop_indent("  y = 2", "    ") == "y = 2"
+    same, none = line_start_holes(FillRequest(text="a = \n", holes=[Hole(4, 4, 8)]))
+    assert same.holes[0].start == 4 and none == [""]
+
+
+def test_indented_hole_fill_is_relative_to_the_original_cursor(tiny_engine):
+    text = "def f():\n    x = 1\n    \n"
+    r = tiny_engine.fill(FillRequest(text=text, holes=[Hole(23, 23, 8, min_tokens=1)]))
+    assert not r.fills[0].text.startswith("    ")
+
+
+def test_an_invalid_fill_is_cut_back_to_its_longest_valid_prefix(tiny_engine, monkeypatch):
+    from infill.protocol import Fill
+
+    text = "def main(xs):\n    print()\n"
+    req = FillRequest(text=text, holes=[Hole(24, 24, 8, min_tokens=1)], language="python")
+    real = tiny_engine.decode_row
+
+    def decode_row(ids, logprob, hole, n_holes):
+        fills, score, filled = real(ids, logprob, hole, n_holes)
+        return [Fill(text="xs))", score=fills[0].score)], score, filled
+
+    monkeypatch.setattr(tiny_engine, "decode_row", decode_row)
+    r = tiny_engine.fill(req)
+    assert r.fills[0].text == "xs" and r.fills[0].valid is True
