@@ -34,6 +34,7 @@ class Schedule:
     top_p: float = 1.0
     max_repair_rounds: int = 1  # how often a constraint may send a full draft back
     max_repair_share: float = 0.5  # a row with more of its slots flagged is not repaired (too costly)
+    pad_in_order: bool = True  # pad only at a hole's first masked slot (the end is decided last)
 
 
 @dataclass
@@ -167,6 +168,20 @@ def choose(score: torch.Tensor, conf: torch.Tensor, allowed: torch.Tensor, k: to
     return pick
 
 
+def first_masked(hole: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+    """[R, W] bool: the first still-masked slot of each hole."""
+    R, W = hole.shape
+    idx = torch.arange(W, device=hole.device).expand(R, W)
+    out = torch.zeros_like(masked)
+    for h in hole.unique().tolist():
+        if h < 0:
+            continue
+        cand = (hole == h) & masked
+        first = torch.where(cand, idx, torch.full_like(idx, W)).min(dim=1).values
+        out |= cand & (idx == first[:, None])
+    return out
+
+
 def pad_tail(hole: torch.Tensor, committed_pad: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
     """Masked slots that follow a committed pad in the same hole (to be filled with pad too)."""
     R, W = hole.shape
@@ -250,6 +265,8 @@ def denoise_steps(
         if schedule.policy == "left-to-right":  # the autoregressive-equivalent order
             score = torch.where(candidates, -state.pos.float(), float("-inf"))
         allowed = constraint.admissible(state, token, candidates) & candidates
+        if schedule.pad_in_order:  # a fill may end only where everything before it is decided
+            allowed &= (token != cfg.pad_id) | first_masked(state.hole, state.masked)
         hurry = deadline is not None and time.monotonic() >= deadline
         k = tokens_this_step(candidates.sum(1), steps_left)
         pick = choose(score, conf, allowed, k, schedule.threshold)

@@ -231,7 +231,7 @@ def test_repair_fixes_a_planted_unbalanced_bracket():
     model = Planted()
     state = windows([[MASK] * 4], [[True] * 4])
     c = constraint_for(req)
-    state, _ = denoise(model, BoundContext([], [], torch.zeros(1, 0, dtype=torch.bool)), state, Schedule(steps=1, max_repair_rounds=2), constraint=c)
+    state, _ = denoise(model, BoundContext([], [], torch.zeros(1, 0, dtype=torch.bool)), state, Schedule(steps=1, max_repair_rounds=2, pad_in_order=False), constraint=c)
     assert model.calls == 2  # one draft, one repair round
     assert state.ids.tolist() == [[TOK["b"], PAD, PAD, PAD]]
     assert c.judge(0, ["b"]) is True

@@ -212,3 +212,23 @@ def test_min_tokens_forbids_pad_in_the_first_slots():
     state.no_pad = torch.tensor([[True, False, False, False]])
     denoise(model, empty_ctx(1), state, Schedule(steps=4))
     assert state.ids[0, 0] != PAD and (state.ids[0, 1:] == PAD).all()
+
+
+def test_a_fill_ends_only_where_everything_before_it_is_decided():
+    # The model is sure slots 2.. are pad, unsure about slots 0-1: pad may not be committed
+    # before slots 0-1 are, so the end is decided last.
+    conf = torch.tensor([1.0, 1.0, 20.0, 20.0])
+    model = Scripted(confidence=conf, pad_from=2)
+    steps = list(denoise_steps(model, empty_ctx(1), fresh(W=4), Schedule(steps=4)))
+    assert steps[0].committed[0].tolist()[:2] != [False, False]
+    assert steps[0].ids[0, 2] == MASK or not steps[0].masked[0, :2].any()
+    loose = list(denoise_steps(Scripted(confidence=conf, pad_from=2), empty_ctx(1), fresh(W=4), Schedule(steps=4, pad_in_order=False)))
+    assert loose[0].committed[0, 2] or loose[0].committed[0, 3]
+
+
+def test_first_masked_is_per_hole():
+    from infill.sampler import first_masked
+
+    hole = torch.tensor([[0, 0, 0, 1, 1, -1]])
+    masked = torch.tensor([[False, True, True, True, True, False]])
+    assert first_masked(hole, masked).tolist() == [[False, True, False, True, False, False]]

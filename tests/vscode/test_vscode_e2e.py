@@ -175,7 +175,10 @@ def test_vscode_extension_end_to_end(tmp_path, request):
     (user / "User").mkdir(parents=True)
     settings_file = user / "User" / "settings.json"
     settings = {**BASE_SETTINGS, **{f"infill.{k}": v for k, v in OPTIONS.items()},
-                "infill.feedbackFile": str(tmp_path / "feedback.json")}
+                "infill.feedbackFile": str(tmp_path / "feedback.json"), "infill.trace.server": "verbose",
+                # discovery step 2 without the Python extension: this interpreter's environment
+                # (VS Code replaces PATH with the login shell's, so this venv's bin is not on it)
+                "python.defaultInterpreterPath": sys.executable}
     if model_dir != DEFAULT_MODEL_DIR:
         settings["infill.modelPath"] = str(model_dir)
     settings_file.write_text(json.dumps(settings, indent=2))
@@ -185,8 +188,7 @@ def test_vscode_extension_end_to_end(tmp_path, request):
     config.write_text(f"bind-addr: 127.0.0.1:{port}\nauth: none\ncert: false\n")
 
     env = {**os.environ,
-           # the extension finds `infill` on PATH (this venv's bin), code-server runs on Node 24
-           "PATH": os.pathsep.join([str(Path(sys.executable).parent), str(NODE.parent), os.environ.get("PATH", "")]),
+           "PATH": os.pathsep.join([str(NODE.parent), os.environ.get("PATH", "")]),  # code-server runs on Node 24
            "XDG_DATA_HOME": str(tmp_path / "xdg-data"), "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
            "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
     env.pop("VIRTUAL_ENV", None)
