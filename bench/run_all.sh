@@ -6,11 +6,12 @@ cd "$(dirname "$0")/.."
 INFILL=${INFILL:-.venv/bin/infill}
 R=bench/results
 bench/fetch_validity_sources.sh
-"$INFILL" bench quality single-line --out $R/quality-single-line "$@"
-"$INFILL" bench quality single-line --unconstrained --out $R/quality-single-line-unconstrained "$@"
+
+"$INFILL" bench quality single-line --limit 300 --out $R/quality-single-line-300 "$@"
+"$INFILL" bench quality single-line --limit 300 --unconstrained --out $R/quality-single-line-300-unconstrained "$@"
 "$INFILL" bench quality multi-line --limit 100 --out $R/quality-multi-line-100 "$@"
 "$INFILL" bench quality multi-line --limit 100 --unconstrained --out $R/quality-multi-line-100-unconstrained "$@"
 "$INFILL" bench quality single-line --limit 300 --policy left-to-right --steps 32 --out $R/quality-single-line-300-ltr "$@"
-"$INFILL" bench speed --sections grid,steps,decoding,constrained,batch --contexts 256,1024 --repeats 10 --warmup 2 --out $R/speed-cpu "$@"
+"$INFILL" bench speed --sections grid,decoding,constrained --contexts 256,1024 --windows 16,32,64 --repeats 5 --warmup 1 --out $R/speed-cpu "$@"
 "$INFILL" bench lsp --out $R/lsp-cpu "$@"
-"$INFILL" bench validity javascript go --holes 100 --max-tokens 32 --seed 0 --out $R/validity-cpu "$@"
+"$INFILL" bench validity javascript go --holes 60 --max-tokens 32 --seed 0 --out $R/validity-cpu "$@"

@@ -344,13 +344,13 @@ def plot_losses(history: list[dict], path: Path) -> None:
     k = max(1, len(loss) // 100)
     smooth = [sum(loss[max(0, i - k) : i + 1]) / len(loss[max(0, i - k) : i + 1]) for i in range(len(loss))]
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(steps, loss, alpha=0.25, color="tab:blue", label="train (per step)")
+    ax.plot(steps, loss, alpha=0.25, color="tab:blue", label="train: diffusion + context next-token (per step)")
     ax.plot(steps, smooth, color="tab:blue", label="train (smoothed)")
     v = [(r["step"], r["valid_loss"]) for r in history if "valid_loss" in r]
     if v:
-        ax.plot(*zip(*v), "o-", color="tab:orange", label="validation (held-out packages)")
+        ax.plot(*zip(*v), "o-", color="tab:orange", label="validation: diffusion loss (held-out packages)")
     ax.set_xlabel("step")
-    ax.set_ylabel("masked-diffusion loss (nats per window slot)")
+    ax.set_ylabel("loss (nats)")
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
     ax.legend()
