@@ -426,8 +426,11 @@ class Engine:
         if valid is False:
             for i, h in enumerate(request.holes):
                 toks = self.tokenizer.encode(texts[i])
-                for k in range(len(toks) - 1, max(h.min_tokens, 1) - 1, -1):
-                    shorter = texts[:i] + [self.tokenizer.decode(toks[:k])] + texts[i + 1 :]
+                cuts = [self.tokenizer.decode(toks[:k]) for k in range(len(toks) - 1, max(h.min_tokens, 1) - 1, -1)]
+                if texts[i].endswith("\n"):  # whole lines first: a fill that ended a line still does
+                    cuts = [c for c in cuts if c.endswith("\n")] + [c for c in cuts if not c.endswith("\n")]
+                for cut in cuts:
+                    shorter = texts[:i] + [cut] + texts[i + 1 :]
                     if syntax.judge(r, shorter):
                         texts, valid = shorter, True
                         break

@@ -263,7 +263,12 @@ def truncate_completion(language: str | Grammar | None, prefix: str, fill: str, 
         for n in nodes:
             if n.start_byte < c < n.end_byte and n.end_byte - n.start_byte < best.end_byte - best.start_byte:
                 return fill  # a smaller unit around the cursor reaches past the fill
-    cut = mid[: best.end_byte - c]
+    end = best.end_byte - c
+    rest = mid[end:]
+    # Keep the line break that ends the unit's line, unless the suffix brings its own.
+    if rest.lstrip(b" \t").startswith(b"\n") and not suf.lstrip(b" \t").startswith((b"\n", b"\r")):
+        end += len(rest) - len(rest.lstrip(b" \t")) + 1
+    cut = mid[:end]
     if not cut.strip():
         return fill
     after = len(error_spans(g.parse(pre + cut + suf).root_node))

@@ -309,3 +309,13 @@ def test_engine_prefers_valid_candidates(tiny_engine, monkeypatch):
     monkeypatch.setattr(SyntaxConstraint, "remask", lambda self, state: torch.zeros_like(state.masked))
     res = tiny_engine.fill(request("x = |\n", window=8, candidates=2))
     assert res.fills[0].valid is True
+
+
+def test_truncation_keeps_the_line_break_when_the_suffix_starts_a_new_line():
+    from infill.syntax import truncate_completion
+
+    prefix = "def f(x):\n    if x:\n"
+    fill = "        return 1\n    y = 2\n"
+    suffix = "    return 0\n"
+    out = truncate_completion("python", prefix, fill, suffix)
+    assert out.endswith("\n")

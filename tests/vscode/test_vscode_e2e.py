@@ -179,9 +179,14 @@ def test_vscode_extension_end_to_end(tmp_path, request):
                 # discovery step 2 without the Python extension: this interpreter's environment
                 # (VS Code replaces PATH with the login shell's, so this venv's bin is not on it)
                 "python.defaultInterpreterPath": sys.executable}
+    # Path settings are machine-overridable: in code-server (a remote window) they are read from the
+    # machine's settings (the Settings editor's "Remote" tab), not from the browser user's.
+    machine = {"infill.feedbackFile": settings.pop("infill.feedbackFile")}
     if model_dir != DEFAULT_MODEL_DIR:
-        settings["infill.modelPath"] = str(model_dir)
+        machine["infill.modelPath"] = str(model_dir)
     settings_file.write_text(json.dumps(settings, indent=2))
+    (user / "Machine").mkdir()
+    (user / "Machine" / "settings.json").write_text(json.dumps(machine, indent=2))
     extensions = tmp_path / "extensions"
     port = _free_port()
     config = tmp_path / "code-server.yaml"
@@ -215,7 +220,7 @@ def test_vscode_extension_end_to_end(tmp_path, request):
                 assert time.monotonic() < deadline, "code-server did not come up in 60 s"
                 time.sleep(0.5)
         driver_env = {**env, "E2E_URL": url, "E2E_WORKSPACE": str(ws), "E2E_OUT": str(ARTIFACTS),
-                      "E2E_TOOLS": str(TOOLS / "tools"), "E2E_CHROMIUM": CHROMIUM, "E2E_SETTINGS": str(settings_file),
+                      "E2E_TOOLS": str(TOOLS / "tools"), "E2E_CHROMIUM": CHROMIUM,
                       "E2E_CRASHER": str(crasher), "E2E_MODEL_LABEL": f"{engine.model_id} · cpu",
                       "COMPLETE_FILE": COMPLETE_FILE, "COMPLETE_LINE": str(COMPLETE_LINE),
                       "COMPLETE_TYPED": COMPLETE_TYPED, "HOLES_FILE": HOLES_FILE}
@@ -259,5 +264,6 @@ def test_vscode_extension_end_to_end(tmp_path, request):
     assert "/nonexistent/bin/infill" in results["missingToast"] and "Show Logs" in results["missingToast"]
     assert not str(results["statusMissing"]).startswith("not reached"), results["statusMissing"]
     assert results["logsShown"]
-    assert "Restarting in 1 s" in results["crashToast"] and "exit code 3" in results["crashToast"], results["crashToast"]
+    crash = results["crashToast"]
+    assert "Restarting in 1 s" in crash and "exit code 3" in crash and "simulated crash" in crash and "Show Logs" in crash, crash
     assert not str(results["crashStatus"]).startswith("not reached"), results["crashStatus"]
