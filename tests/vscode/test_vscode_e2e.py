@@ -57,7 +57,7 @@ COMPLETE_SOURCE = (
     "    print(read_lines(os.environ['FILE']))\n"
 )
 COMPLETE_LINE = 7
-COMPLETE_TYPED = "return "
+COMPLETE_TYPED = "return f."
 
 HOLES_FILE = "holes.py"
 HOLES_SOURCE = (
@@ -247,14 +247,20 @@ def test_vscode_extension_end_to_end(tmp_path, request):
     cursor = typed_text.index(COMPLETE_TYPED + "\n", typed_text.index("with open")) + len(COMPLETE_TYPED)
     fill = _expected_completion(engine, typed_text, cursor)
     saved = (ws / COMPLETE_FILE).read_text()
-    assert saved == typed_text[:cursor] + fill + typed_text[cursor:], (saved, fill, results["ghost"])
+    expected = typed_text[:cursor] + fill + typed_text[cursor:]
+    (ARTIFACTS / "complete.saved.py").write_text(saved)
+    (ARTIFACTS / "complete.expected.py").write_text(expected)
+    assert saved == expected, f"saved {saved!r}\nexpected {expected!r}\nghost {results['ghost']!r}"
     first_line = fill.strip().splitlines()[0]
     assert first_line.strip() in results["ghost"]["text"], (first_line, results["ghost"])
 
     # Fill Holes: both holes, one edit, the engine's fills
     filled = (ws / HOLES_FILE).read_text()
+    expected = _expected_holes(engine, HOLES_SOURCE)
+    (ARTIFACTS / "holes.saved.py").write_text(filled)
+    (ARTIFACTS / "holes.expected.py").write_text(expected)
     assert "<FILL" not in filled
-    assert filled == _expected_holes(engine, HOLES_SOURCE), filled
+    assert filled == expected, f"saved {filled!r}\nexpected {expected!r}"
 
     # status bar: model and device, then a latency
     assert f"{engine.model_id} · cpu" in results["statusReady"]
