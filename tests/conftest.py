@@ -37,6 +37,12 @@ def stdlib_texts(limit_bytes: int = 400_000) -> list[str]:
 
 
 @pytest.fixture(scope="session")
+def stdlib_sources():
+    """stdlib_texts, for test modules (``from conftest import`` is ambiguous with tests/lsp/conftest.py)."""
+    return stdlib_texts
+
+
+@pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     import torch
 

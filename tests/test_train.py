@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import stdlib_texts
 from infill.engine import Engine, EngineConfig
 from infill.errors import InputError, ModelLoadError
 from infill.model import ModelConfig, load_model
@@ -25,9 +24,9 @@ TINY = dict(
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
+def corpus(tmp_path_factory, stdlib_sources) -> Path:
     d = tmp_path_factory.mktemp("corpus")
-    texts = stdlib_texts(150_000)
+    texts = stdlib_sources(150_000)
     with open(d / "train.jsonl", "w") as f:
         for i, t in enumerate(texts[:-1]):
             f.write(json.dumps({"package": "stdlib", "path": f"{i}.py", "text": t}) + "\n")
@@ -36,8 +35,8 @@ def corpus(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tok():
-    return train_tokenizer(stdlib_texts(100_000), vocab_size=400)
+def tok(stdlib_sources):
+    return train_tokenizer(stdlib_sources(100_000), vocab_size=400)
 
 
 def test_spans_are_real_code_units():
