@@ -45,7 +45,7 @@ from lsprotocol import types
 from rich.console import Console
 from rich.table import Table
 
-from infill.bench.quality import DEFAULT_OUT_ROOT, machine_info
+from infill.bench.quality import DEFAULT_OUT_ROOT, machine_info, write_results
 from infill.bench.speed import load_sources, percentile
 from infill.errors import InputError
 
@@ -482,11 +482,7 @@ def run_keystrokes(model_dir: Path | str | None = None, *, documents: int | Sequ
         "machine": machine_info(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
-    with open(out / "results.jsonl", "w", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(r) + "\n")
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    log.info("wrote %s", out)
+    write_results(out, records, summary)
     summary["out_dir"] = str(out)
     return summary
 

@@ -239,7 +239,7 @@ def run_quality(engine: FillEngine, benchmark: str, *, limit: int | None = None,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     out = Path(out_dir) if out_dir else DEFAULT_OUT_ROOT / f"quality-{benchmark}-{time.strftime('%Y%m%d-%H%M%S')}"
-    _write(out, records, summary)
+    write_results(out, records, summary)
     summary["out_dir"] = str(out)
     return summary
 
@@ -327,7 +327,8 @@ def machine_info() -> dict:
     }
 
 
-def _write(out: Path, records: list[dict], summary: dict) -> None:
+def write_results(out: Path, records: list[dict], summary: dict) -> None:
+    """Per-item JSON Lines and summary.json into out (shared by every benchmark)."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "results.jsonl", "w", encoding="utf-8") as f:
         for record in records:

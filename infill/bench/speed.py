@@ -48,7 +48,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infill.bench.floor import fill_bytes, fill_flops, measure_gpu
-from infill.bench.quality import DEFAULT_OUT_ROOT, _progress, machine_info
+from infill.bench.quality import DEFAULT_OUT_ROOT, _progress, machine_info, write_results
 from infill.errors import InputError
 from infill.protocol import FillRequest, FillResult, Hole, Policy, SamplingOptions
 
@@ -452,11 +452,7 @@ def run_speed(engine, *, quick: bool = False, sections: Sequence[str] = SECTIONS
             notes.append(f"no plots: {e}")
         else:
             summary["plots"] = plotting.speed_plots(summary, out, quality)
-    with open(out / "results.jsonl", "w", encoding="utf-8") as f:
-        for r in raw:
-            f.write(json.dumps(r) + "\n")
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    log.info("wrote %s", out)
+    write_results(out, raw, summary)
     summary["out_dir"] = str(out)
     return summary
 

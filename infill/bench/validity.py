@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import hashlib
-import json
 import logging
 import random
 import time
@@ -48,7 +47,7 @@ import msgspec
 from rich.console import Console
 from rich.table import Table
 
-from infill.bench.quality import DEFAULT_OUT_ROOT, REPO_ROOT, FillEngine, _fill_one, _progress, machine_info
+from infill.bench.quality import DEFAULT_OUT_ROOT, REPO_ROOT, FillEngine, _fill_one, _progress, machine_info, write_results
 from infill.constraints import is_valid
 from infill.errors import InfillError, InputError
 from infill.languages import grammar as lookup_grammar, spec_for
@@ -360,12 +359,7 @@ def run_validity(engine: FillEngine, *, language: str, sources: Path | str | Non
     if c["mean_latency_ms"] and u["mean_latency_ms"]:
         summary["metrics"]["latency_ratio"] = round(c["mean_latency_ms"] / u["mean_latency_ms"], 3)
     out = Path(out_dir) if out_dir else DEFAULT_OUT_ROOT / f"validity-{language}-{time.strftime('%Y%m%d-%H%M%S')}"
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "results.jsonl", "w", encoding="utf-8") as f:
-        for record in records:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    log.info("wrote %s", out)
+    write_results(out, records, summary)
     summary["out_dir"] = str(out)
     return summary
 
