@@ -228,6 +228,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     words = _first_commands(argv)
     train = sub.add_parser("train", help="train a model (see infill train --help)", add_help=True)
     _add_delegated(train, "infill.train", wanted=words[:1] == ["train"], model_options=False)
+    train.set_defaults(verbose=1)  # training is long: show its progress unless -q
     bench = sub.add_parser("bench", help="benchmarks")
     bench_sub = bench.add_subparsers(dest="bench_command", metavar="BENCHMARK", required=True)
     quality = bench_sub.add_parser("quality", help="HumanEval-Infilling quality (pass@1, exact match)")
@@ -275,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help, --version, or an argument error (argparse printed it)
         return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_USAGE)
-    _setup_logging(getattr(args, "verbose", 0))
+    _setup_logging(0 if getattr(args, "quiet", False) else getattr(args, "verbose", 0))
     try:
         return args.handler(args)
     except InfillError as e:

@@ -416,11 +416,12 @@ class Engine:
         A row still invalid after repair is cut back, hole by hole, to the longest token prefix
         that parses (never below a hole's min_tokens): "print(x" beats "print(x))".
         """
-        texts = []
-        for h, f in zip(request.holes, fills):
+        texts, check = [], syntax.checks[r]
+        for i, (h, f) in enumerate(zip(request.holes, fills)):
             text = f.text
             if not request.text[h.start : h.end].strip():  # an insertion (after a line's indentation, maybe)
-                text = syntax_constraints.truncate_completion(syntax.checks[r].grammar, request.text[: h.start], text, request.text[h.end :])
+                before, after = check.doc.region_text(i)
+                text = syntax_constraints.truncate_completion(check.grammar, before, text, after)
             texts.append(text)
         valid = syntax.judge(r, texts)
         if valid is False:

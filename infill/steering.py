@@ -10,7 +10,9 @@ A token is refused only when it makes an error that no later token can undo:
 - a closing bracket that closes a bracket the text after the hole still needs (``foo(a, |)``);
 - a newline inside a one-line string;
 - Python: a line indented where no block opens, deeper after no ':', or dedented to no level;
-- the end of the fill (pad) inside a string or block comment, or with its own brackets open.
+- the end of the fill (pad) inside a string or block comment, or with its own brackets open;
+- Python: the end of the fill where the next line of the text after it would be indented
+  wrongly (a body left behind with no ':' to open it, a ':' with no body, a dedent to no level).
 Anything it cannot be sure of, it lets through; a full parse judges the draft afterwards.
 It does not know tokens or tensors (infill/constraints.py maps those to text).
 """
@@ -196,5 +198,22 @@ class Lexer:
             return False
         if st.kind == "line" and self.ctx.next_char not in ("", "\n", "\r"):
             return False  # the comment would swallow the rest of the line
-        return not st.stack or self.ctx.surplus
+        return (not st.stack or self.ctx.surplus) and self._seam_ok(st)
+
+    def _seam_ok(self, st: LexState) -> bool:
+        """Python: may the text after the hole's next line follow the fill, by the offside rule?"""
+        ctx = self.ctx
+        if st.levels is None or st.stack or st.cont or st.kind == "str" or len(ctx.base) > st.popped:
+            return True
+        if st.at_line_start:  # the fill ended a line: the text after it starts the next one
+            want, opened = ctx.seam_here, st.after_colon
+        elif ctx.next_char in ("", "\n", "\r"):  # the fill's last line ends where the hole does
+            want, opened = ctx.seam_next, st.last_sig == ":"
+        else:
+            return True  # the text after the hole goes on with the fill's line
+        if want is None:
+            return True
+        if opened:
+            return want > st.levels[-1]
+        return want <= st.levels[-1] and want in st.levels
 

@@ -1,7 +1,9 @@
 """Tree-sitter judgements on a document with holes: new errors, bracket context, truncation.
 
 - :class:`Document` parses a request's text once and judges fills: prefix + fills + suffix must
-  have no ERROR or MISSING node that the document did not already have. Errors of the original
+  have no ERROR or MISSING node that the document did not already have, within the top-level
+  statements around the holes (:func:`judged_region`); for Python, CPython's compiler must
+  accept that region too (infill/pycompile.py). Errors of the original
   that touch a hole are the fill's business (a half-typed line is what a completion finishes);
   errors elsewhere are the baseline, matched by position through the edit. Fills are parsed
   incrementally from the original tree.
@@ -18,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .languages import Grammar, grammar as lookup_grammar
+from .pycompile import StrictCheck
 from .textpos import byte_to_point, byte_to_str, indent_width, str_to_byte
 
 
@@ -52,8 +55,29 @@ def _touch(a0: int, a1: int, b0: int, b1: int) -> bool:
     return a0 <= b1 and b0 <= a1
 
 
+def judged_region(root, data: bytes, spans: list[tuple[int, int]]) -> tuple[int, int]:
+    """Bytes [start, end) of the whole lines of the top-level nodes around the holes.
+
+    A fill's syntax is judged there: top-level statements, functions and classes parse on their
+    own, so a fill that breaks something shows within them, and a large file is not reparsed for
+    every candidate. From the last top-level node that starts at or before the first hole to the
+    first that ends at or after the last hole (the file's ends where there is none).
+    """
+    tops = [(c.start_byte, c.end_byte) for c in root.children]
+    lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
+    starts = [a for a, _ in tops if a <= lo]
+    ends = [b for _, b in tops if b >= hi]
+    start = data.rfind(b"\n", 0, starts[-1]) + 1 if starts else 0
+    nl = data.find(b"\n", ends[0]) if ends else -1
+    return start, len(data) if nl < 0 else nl + 1
+
+
 class Document:
-    """A document with holes (str offsets, ordered, disjoint), parsed once."""
+    """A document with holes (str offsets, ordered, disjoint), parsed once.
+
+    ``tree`` is the whole document's; fills are judged in :func:`judged_region` (``start``, ``end``),
+    and :meth:`new_errors` speaks in that region's byte offsets.
+    """
 
     def __init__(self, grammar: Grammar, text: str, holes: list[tuple[int, int]]):
         self.grammar = grammar
@@ -61,29 +85,43 @@ class Document:
         self.data = text.encode("utf-8", "surrogatepass")
         self.spans = [(str_to_byte(text, s), str_to_byte(text, e)) for s, e in holes]
         self.tree = grammar.parse(self.data)
+        self.start, self.end = judged_region(self.tree.root_node, self.data, self.spans) if self.spans else (0, len(self.data))
+        self.local = self.data[self.start : self.end]
+        self.local_spans = [(s - self.start, e - self.start) for s, e in self.spans]
+        whole = (self.start, self.end) == (0, len(self.data))
+        self.local_tree = self.tree if whole else grammar.parse(self.local)
         self.baseline = [
-            e for e in error_spans(self.tree.root_node) if not any(_touch(e.start, e.end, s, t) for s, t in self.spans)
+            e for e in error_spans(self.local_tree.root_node)
+            if not any(_touch(e.start, e.end, s, t) for s, t in self.local_spans)
         ]
+        # Python: CPython's compiler judges too, for what tree-sitter lets through (infill/pycompile.py).
+        self.strict = StrictCheck(self.local, self.local_spans) if grammar.name == "python" and self.spans else None
+
+    def region_text(self, i: int) -> tuple[str, str]:
+        """The judged region's text before and after hole ``i`` (other holes keep their text)."""
+        s, e = self.spans[i]
+        return (self.data[self.start : s].decode("utf-8", "surrogatepass"),
+                self.data[e : self.end].decode("utf-8", "surrogatepass"))
 
     def apply(self, fills: list[bytes]) -> tuple[bytes, list[tuple[int, int]]]:
-        """The filled document and each fill's byte span in it."""
+        """The filled region and each fill's byte span in it."""
         parts, spans, at, out_len = [], [], 0, 0
-        for (s, e), f in zip(self.spans, fills):
-            parts.append(self.data[at:s])
+        for (s, e), f in zip(self.local_spans, fills):
+            parts.append(self.local[at:s])
             out_len += s - at
             spans.append((out_len, out_len + len(f)))
             parts.append(f)
             out_len += len(f)
             at = e
-        parts.append(self.data[at:])
+        parts.append(self.local[at:])
         return b"".join(parts), spans
 
     def parse(self, fills: list[bytes]):
-        """(tree, filled bytes, fill spans): the original tree edited and reparsed incrementally."""
+        """(tree, filled region bytes, fill spans): the region's tree edited and reparsed incrementally."""
         data, spans = self.apply(fills)
-        tree = self.tree.copy()
-        for (s, e), f in reversed(list(zip(self.spans, fills))):  # last first: earlier offsets hold
-            row, col = byte_to_point(self.data, s)
+        tree = self.local_tree.copy()
+        for (s, e), f in reversed(list(zip(self.local_spans, fills))):  # last first: earlier offsets hold
+            row, col = byte_to_point(self.local, s)
             nl = f.count(b"\n")
             new_end = (row + nl, (len(f) - f.rfind(b"\n") - 1) if nl else col + len(f))
             tree.edit(
@@ -91,24 +129,28 @@ class Document:
                 old_end_byte=e,
                 new_end_byte=s + len(f),
                 start_point=(row, col),
-                old_end_point=byte_to_point(self.data, e),
+                old_end_point=byte_to_point(self.local, e),
                 new_end_point=new_end,
             )
         return self.grammar.parse(data, old_tree=tree), data, spans
 
     def new_errors(self, fills: list[bytes]) -> tuple[list[ErrorSpan], list[tuple[int, int]]]:
-        """Errors of the filled document that the original did not have, and the fill spans."""
-        tree, _, spans = self.parse(fills)
+        """Errors of the filled region that the original did not have, and the fill spans (region bytes)."""
+        tree, data, spans = self.parse(fills)
         # Map each baseline error into the filled document: shift by the growth of earlier holes.
         shifted = []
         for b in self.baseline:
-            delta = sum((f1 - f0) - (e - s) for (s, e), (f0, f1) in zip(self.spans, spans) if e <= b.start)
+            delta = sum((f1 - f0) - (e - s) for (s, e), (f0, f1) in zip(self.local_spans, spans) if e <= b.start)
             shifted.append((b.start + delta, b.end + delta))
         new = []
         for err in error_spans(tree.root_node):
             in_fill = any(_touch(err.start, err.end, a, b) for a, b in spans)
             if in_fill or not any(_touch(err.start, err.end, a, b) for a, b in shifted):
                 new.append(err)
+        if not new and self.strict is not None:
+            err = self.strict.error(data)
+            if err is not None:
+                new.append(ErrorSpan(err.start, err.end, err.message))
         return new, spans
 
     def valid(self, fills: list[bytes]) -> bool:
@@ -133,6 +175,10 @@ class HoleContext:
     at_line_start: bool = False  # only whitespace between the line start and the hole
     indent: int = 0  # width of that whitespace
     last_sig: str = ""  # the last significant character before the hole on its logical line
+    # Python: the indentation of the first significant line of the text after the hole, read as
+    # if that text started a line (``seam_here``) and from its first line break on (``seam_next``).
+    seam_here: int | None = None
+    seam_next: int | None = None
 
 
 def _brackets(g: Grammar, root, start: int, end: int | None) -> list:
@@ -211,7 +257,20 @@ def hole_context(doc: Document, i: int) -> HoleContext:
     ctx["indent"] = indent_width(data[line_start:s]) if at_line_start else 0
     if g.spec.indent:
         ctx.update(_python_levels(root, data, s))
+        stop = doc.spans[i + 1][0] if i + 1 < len(doc.spans) else len(data)
+        if stop == len(data):  # the seam is only known when no other hole comes first
+            nl = data.find(b"\n", e)
+            ctx.update(seam_here=_first_indent(data[e:]), seam_next=0 if nl < 0 else _first_indent(data[nl + 1 :]))
     return HoleContext(in_text=False, **ctx)
+
+
+def _first_indent(data: bytes) -> int:
+    """Python: the indentation of the first line of ``data`` that is neither blank nor a comment (0: none)."""
+    for line in data.split(b"\n"):
+        body = line.strip()
+        if body and not body.startswith(b"#"):
+            return indent_width(line)
+    return 0
 
 
 def _python_levels(root, data: bytes, pos: int) -> dict:

@@ -71,6 +71,7 @@ class TrainConfig:
     max_minutes: float | None = None  # training time budget: the schedule decays and stops by it
     precision: str = "auto"  # auto | fp32 | bf16 (autocast; auto = bf16 on CUDA and on AMX CPUs)
     max_doc_chars: int = 20_000  # a file's sampling weight is its length, capped here
+    init_from: Path | None = None  # start from this exported model's weights (fresh optimizer and schedule)
 
 
 def progress(step: int, seconds: float, cfg: TrainConfig) -> float:
@@ -185,6 +186,20 @@ def load_checkpoint(directory: Path, model: DiffusionLM, opt: torch.optim.Optimi
     return json.loads((directory / "state.json").read_text())
 
 
+def init_weights(model: DiffusionLM, source: Path, device) -> dict:
+    """Load an exported model's weights into ``model`` (same architecture) for continued training.
+
+    Returns what the card needs to report the whole history: the source's path and its training facts.
+    """
+    src_cfg, data = read_config(source)
+    if src_cfg != model.cfg:
+        raise ModelLoadError(f"{source}: --init-from model is of another architecture ({src_cfg} != {model.cfg})")
+    model.load_state_dict(load_model(source, device=str(device)).state_dict())
+    prior = data.get("training", {})
+    return {"path": str(source), "name": data.get("name"),
+            **{k: prior.get(k) for k in ("steps", "tokens_seen", "window_slots_seen", "train_seconds", "final_valid_loss", "init_from")}}
+
+
 # ----------------------------------------------------------------------------------------------
 # The stages.
 
@@ -256,6 +271,9 @@ def train(cfg: TrainConfig) -> Path:
     if (ckpt / "state.json").is_file():
         state = load_checkpoint(ckpt, model, opt, device)
         log.info("resumed from step %d", state["step"])
+    elif cfg.init_from is not None:
+        state["init_from"] = init_weights(model, cfg.init_from, device)
+        log.info("initialised from %s", cfg.init_from)
     train_docs = Documents(corpus / "train.jsonl", cfg.max_doc_chars)
     valid_docs = Documents(corpus / "valid.jsonl", cfg.max_doc_chars)
     valid = [draw_batch(valid_docs, tok, cfg, random.Random(10_000 + i)) for i in range(cfg.eval_batches)]
@@ -319,6 +337,7 @@ def export(cfg: TrainConfig, model: DiffusionLM, tok: Tokenizer, state: dict, co
             "final_valid_loss": valid[-1] if valid else None,
             "config": json.loads(json.dumps(asdict(cfg), default=str)),
             "corpus": {k: manifest.get(k) for k in ("totals", "python") if k in manifest},
+            "init_from": state.get("init_from"),
         },
     }
     save_model(model, out, extra=facts)
@@ -377,6 +396,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto")
     p.add_argument("--max-minutes", type=float, help="training time budget: the learning rate decays and training ends by then")
     p.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto")
+    p.add_argument("--init-from", type=Path, help="continue training an exported model (its weights; a fresh optimizer and schedule)")
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--ckpt-every", type=int, default=250)
 
@@ -388,7 +408,7 @@ def config_from_args(a: argparse.Namespace) -> TrainConfig:
         run_dir=a.run_dir, corpus_dir=a.corpus, tokenizer=a.tokenizer, vocab_size=a.vocab_size,
         model=ModelConfig(**msizes), objective=objective, batch_size=a.batch_size or batch,
         steps=a.steps or steps, lr=a.lr, seed=a.seed, device=a.device, max_minutes=a.max_minutes, precision=a.precision,
-        eval_every=a.eval_every, ckpt_every=a.ckpt_every,
+        eval_every=a.eval_every, ckpt_every=a.ckpt_every, init_from=a.init_from,
         warmup=min(100, max(1, (a.steps or steps) // 10)),
     )
 

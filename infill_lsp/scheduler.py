@@ -14,6 +14,11 @@ before a batch the worker waits a moment (at most ``batch_wait_s``) until every 
 answered in the last second has sent its next fill; otherwise the first to send would run alone
 and the rest behind it. A lone typist never waits.
 
+Under load, cursor fills give up quality for latency: in a batch of n jobs, each "elastic" job
+(inline completion and completion, not Fill holes) does about 1/min(n, 4) of its usual work
+(:func:`lighten`: fewer candidates, then fewer denoising steps), so eight documents typing at
+once cost a batch about twice one document's fill instead of eight times.
+
 A batch stops between steps only when every job in it is cancelled; a job cancelled while its
 batch runs gets Cancelled instead of its result. If the batch fails with an InfillError (a
 request the engine rejects), its jobs are retried one by one, so a bad request fails only itself.
@@ -23,12 +28,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
+
+import msgspec
 
 from infill.errors import Cancelled, InfillError, ModelLoadError
 from infill.protocol import FillRequest, FillResult
@@ -39,6 +47,30 @@ CACHE_SIZE = 64
 MAX_BATCH = 16  # fill jobs run through one fill_batch call, at most
 BATCH_WAIT_S = 0.015  # how long a batch waits for the next fills of recently answered documents
 RECENT_S = 1.0  # a document answered this recently counts as typing
+MAX_SHED = 4  # under load an elastic fill does at least 1/MAX_SHED of its usual work
+
+
+def lighten(request: FillRequest, batch: int, candidates: int, tokens_per_step: int) -> FillRequest:
+    """``request`` with about 1/min(batch, MAX_SHED) of its usual work (a pure function).
+
+    ``candidates`` and ``tokens_per_step`` are the engine's defaults. Candidates go first (one
+    full-length candidate keeps most of the quality), then steps: each step commits more tokens.
+    A threshold schedule sets its own steps, so it only loses candidates.
+    """
+    factor = min(batch, MAX_SHED)
+    if factor <= 1:
+        return request
+    o = request.options
+    cands = o.candidates or candidates
+    fewer = max(1, cands // factor)
+    rest = factor * fewer / cands  # what is left to shed once candidates are cut
+    steps = o.steps
+    if rest > 1 and o.threshold is None:
+        usual = o.steps or math.ceil(sum(h.max_tokens for h in request.holes) / max(1, tokens_per_step))
+        steps = max(1, math.ceil(usual / rest))
+    if (fewer, steps) == (cands, o.steps):
+        return request
+    return msgspec.structs.replace(request, options=msgspec.structs.replace(o, candidates=fewer, steps=steps))
 
 
 class LRU:
@@ -71,6 +103,7 @@ class _Job:
     key: Hashable
     request: FillRequest
     flag: threading.Event
+    elastic: bool = False  # may do less work when it shares a batch (see lighten)
     future: Future = field(default_factory=Future)
 
 
@@ -139,9 +172,13 @@ class Scheduler:
             self.cancel(key)
 
     async def fill(
-        self, key: Hashable, request: FillRequest, *, debounce_s: float = 0.0, cache_key: Hashable | None = None
+        self, key: Hashable, request: FillRequest, *, debounce_s: float = 0.0, cache_key: Hashable | None = None,
+        elastic: bool = False,
     ) -> FillResult:
         """The engine's result for ``request``; raises Cancelled if a newer fill took ``key``.
+
+        An ``elastic`` fill does less work when it shares a batch with others (:func:`lighten`);
+        such results are not cached (a quiet moment would fill the same text better).
 
         Awaiting this in a task that gets cancelled (``$/cancelRequest``) sets the cancel flag too.
         """
@@ -156,15 +193,15 @@ class Scheduler:
             full_key = None if cache_key is None else (self._engine_key, request.options, cache_key)
             if full_key is not None and (hit := self.cache.get(full_key)) is not None:
                 return hit
-            job = _Job(key, request, flag)
+            job = _Job(key, request, flag, elastic)
             with self._queued:
                 self._pending.append(job)
                 self._queued.notify()
                 if not self._drain_queued:  # else the queued drain will take this job too
                     self._drain_queued = True
                     self._executor.submit(self._run_pending)
-            result = await asyncio.wrap_future(job.future)
-            if full_key is not None:
+            result, lightened = await asyncio.wrap_future(job.future)
+            if full_key is not None and not lightened:
                 self.cache.put(full_key, result)
             return result
         except asyncio.CancelledError:
@@ -216,9 +253,17 @@ class Scheduler:
             self._queued.wait_for(lambda: len(self._pending) >= self.max_batch
                                   or self._answered.keys() <= {j.key for j in self._pending}, self.batch_wait_s)
 
+    def _batch_requests(self, jobs: list[_Job]) -> list[FillRequest]:
+        config = getattr(self._engine, "config", None)
+        if len(jobs) < 2 or config is None:
+            return [j.request for j in jobs]
+        return [lighten(j.request, len(jobs), config.candidates, config.tokens_per_step) if j.elastic else j.request
+                for j in jobs]
+
     def _run_batch(self, jobs: list[_Job]) -> None:
+        requests = self._batch_requests(jobs)
         try:
-            results = self._fill([j.request for j in jobs], _AllSet([j.flag for j in jobs]))
+            results = self._fill(requests, _AllSet([j.flag for j in jobs]))
         except BaseException as e:  # noqa: BLE001 - delivered to the jobs' awaiters
             if isinstance(e, InfillError) and not isinstance(e, Cancelled) and len(jobs) > 1:
                 log.info("a batch of %d fills failed (%s); filling them one by one", len(jobs), e)
@@ -228,17 +273,17 @@ class Scheduler:
                 for job in jobs:
                     job.future.set_exception(e)
             return
-        for job, result in zip(jobs, results):
+        for job, request, result in zip(jobs, requests, results):
             if job.flag.is_set():  # cancelled while the rest of its batch ran on
                 job.future.set_exception(Cancelled("cancelled while it ran"))
             else:
-                job.future.set_result(result)
+                job.future.set_result((result, request is not job.request))
 
     def _run_one(self, job: _Job) -> None:
         try:
             if job.flag.is_set():
                 raise Cancelled("cancelled before it started")
-            job.future.set_result(self._fill([job.request], job.flag)[0])
+            job.future.set_result((self._fill([job.request], job.flag)[0], False))
         except BaseException as e:  # noqa: BLE001 - delivered to the job's awaiter
             job.future.set_exception(e)
 

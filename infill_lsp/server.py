@@ -129,10 +129,11 @@ class InfillServer(LanguageServer):
 
         return self.workspace.text_documents.get(unquote(uri))
 
-    async def run_fill(self, key, request: FillRequest, *, debounce_s: float = 0.0, cache_key=None) -> FillResult | None:
+    async def run_fill(self, key, request: FillRequest, *, debounce_s: float = 0.0, cache_key=None,
+                       elastic: bool = False) -> FillResult | None:
         """The worker's result, or None (cancelled, superseded, or failed: the reason is logged)."""
         try:
-            return await self.scheduler.fill(key, request, debounce_s=debounce_s, cache_key=cache_key)
+            return await self.scheduler.fill(key, request, debounce_s=debounce_s, cache_key=cache_key, elastic=elastic)
         except Cancelled as e:
             log.debug("fill cancelled: %s", e)
         except InfillError as e:
@@ -157,7 +158,8 @@ class InfillServer(LanguageServer):
         prepared = documents.prepare(text, [Hole(offset, offset, self.options.max_tokens)])
         request = FillRequest(text=prepared.text, holes=prepared.holes, language=doc.language_id, options=self.sampling(), path=uri)
         debounce = self.options.debounce_ms / 1000 if automatic else 0.0
-        result = await self.run_fill((uri, "cursor"), request, debounce_s=debounce, cache_key=documents.cache_key(prepared.text, prepared.holes[0]))
+        result = await self.run_fill((uri, "cursor"), request, debounce_s=debounce, elastic=True,
+                                     cache_key=documents.cache_key(prepared.text, prepared.holes[0]))
         if result is None:
             return None
         if doc.version != version or self.document(uri) is not doc or doc.source != text:

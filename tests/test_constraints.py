@@ -50,10 +50,11 @@ def test_validity_on_clean_and_half_typed_documents(language, doc, fill, ok):
 
 
 def test_validity_is_judged_against_the_documents_own_errors():
-    doc = "def f(a):\n    return a +|\n\ndef g(:\n    pass\n"  # g is broken, and stays broken
+    doc = "def f(a):\n    b = [1,, 2]\n    return a +|\n\ndef g(:\n    pass\n"  # b and g are broken, and stay broken
     text, i = cursor(doc)
     d = Document(grammar("python"), text, [(i, i)])
     assert d.baseline, "the document has an error of its own"
+    assert d.end <= text.index("def g"), "g is outside the judged region"
     assert d.valid([b" 1"])
     assert not d.valid([b" (1"])
     assert not d.valid([b" 1\n    if"])
@@ -119,6 +120,27 @@ def lexer_at(language: str, doc: str) -> Lexer:
 def test_steering_refuses_only_what_cannot_be_undone(language, doc, text, ok):
     lx = lexer_at(language, doc)
     assert lx.accepts(lx.start, text) is ok
+
+
+@pytest.mark.parametrize(
+    "doc, fill, ok",
+    [
+        ("def f(xs):\n    t = 0\n|        t += x\n", "    for x in xs:\n", True),
+        ("def f(xs):\n    t = 0\n|        t += x\n", "    x = 1\n", False),  # the body is left behind
+        ("def f(xs):\n    t = 0\n|        t += x\n", "", False),
+        ("def f(xs):\n    t = 0\n|    return t\n", "    if t:\n", False),  # a ':' with no body
+        ("def f(xs):\n    t = 0\n|    return t\n", "    t += 1\n", True),
+        ("def f(xs):\n    for x in xs:\n|\n        t += x\n", "        pass", True),  # the line ends at the hole
+        ("def f(xs):\n    for x in xs:\n        t = |\n    return t\n", "1", True),
+        ("def f(xs):\n    for x in xs:\n        t = |\n    return t\n", "g(", False),  # its own bracket open
+        ("def f(xs):\n    if xs:\n        t = 1\n    |\n", "else:", False),  # nothing after: no body
+        ("def f(xs):\n    if xs:\n        t = 1\n|  # note\n\n    return t\n", "    t = 2\n", True),
+    ],
+)
+def test_python_fills_end_where_the_text_after_them_may_follow(doc, fill, ok):
+    lx = lexer_at("python", doc)
+    st, fine = lx.feed(lx.start, fill)
+    assert fine and lx.can_end(st) is ok
 
 
 def test_steering_is_incremental_across_token_boundaries():
@@ -319,3 +341,29 @@ def test_truncation_keeps_the_line_break_when_the_suffix_starts_a_new_line():
     suffix = "    return 0\n"
     out = truncate_completion("python", prefix, fill, suffix)
     assert out.endswith("\n")
+
+
+def test_fills_are_judged_in_the_top_level_nodes_around_the_holes():
+    text = "import os\n\n\ndef f():\n    return 1\n\n\ndef g():\n    return 2\n\n\nx = 3\n"
+    g = grammar("python")
+    one = text.index("1")
+    d = Document(g, text, [(one, one + 1)])
+    assert d.local == b"def f():\n    return 1\n"
+    two = text.index("2")
+    d = Document(g, text, [(one, one + 1), (two, two + 1)])  # both functions, and what lies between
+    assert d.local.startswith(b"def f") and d.local.endswith(b"return 2\n")
+    gap = text.index("\n\ndef g") + 1  # between the functions: both neighbours
+    d = Document(g, text, [(gap, gap)])
+    assert d.local.startswith(b"def f") and d.local.endswith(b"return 2\n")
+    end = len(text)
+    assert Document(g, text, [(end, end)]).local == b"x = 3\n"
+    # An unterminated string is caught inside the region even where the whole file would accept it.
+    assert not d.valid([b'"""\n'])
+
+
+def test_region_judging_works_for_braced_languages():
+    text = "function f() {\n  return 1;\n}\n\nfunction g() {\n  return 2;\n}\n"
+    at = text.index("1;")
+    d = Document(grammar("javascript"), text, [(at, at + 1)])
+    assert d.local == b"function f() {\n  return 1;\n}\n"
+    assert d.valid([b"a + b"]) and not d.valid([b"a + (b"]) and not d.valid([b"1 }"])

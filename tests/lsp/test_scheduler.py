@@ -60,8 +60,9 @@ def gated_scheduler(engine) -> tuple[Scheduler, Spy, threading.Event]:
     return scheduler, spy, gate
 
 
-async def start_fills(scheduler: Scheduler, names) -> dict[str, asyncio.Task]:
-    tasks = {n: asyncio.ensure_future(scheduler.fill((n, "cursor"), request(TEXTS[n]))) for n in names}
+async def start_fills(scheduler: Scheduler, names, make=None, elastic=False) -> dict[str, asyncio.Task]:
+    make = make or (lambda n: request(TEXTS[n]))
+    tasks = {n: asyncio.ensure_future(scheduler.fill((n, "cursor"), make(n), elastic=elastic, cache_key=n)) for n in names}
     for _ in range(50):  # until every fill is queued for the worker
         await asyncio.sleep(0.01)
         if len(scheduler._pending) == len(tasks):
@@ -178,5 +179,37 @@ async def test_the_worker_waits_for_documents_typing_together(tiny_engine):
         other = asyncio.ensure_future(scheduler.fill(("b.py", "cursor"), request(TEXTS["b.py"] + "x")))
         await asyncio.wait_for(asyncio.gather(late, other), 5)
         assert [len(c) for c in spy.calls][-1] == 2
+    finally:
+        scheduler.shutdown()
+
+
+async def test_elastic_fills_do_less_work_in_a_batch_and_are_not_cached(tiny_engine):
+    scheduler, spy, gate = gated_scheduler(tiny_engine)
+    spy.config = tiny_engine.config
+    wide = lambda n: FillRequest(text=TEXTS[n], holes=[Hole(len(TEXTS[n]), len(TEXTS[n]), 8)])
+    try:
+        tasks = await start_fills(scheduler, TEXTS, make=wide, elastic=True)
+        gate.set()
+        for t in tasks.values():
+            await asyncio.wait_for(t, 60)
+        (batch,) = spy.calls
+        assert all(r.options.candidates == 1 and r.options.steps == 2 for r in batch)  # 8 slots / 2 per step / 2
+        assert len(scheduler.cache._items) == 0
+        alone = await asyncio.wait_for(scheduler.fill(("a.py", "cursor"), wide("a.py"), elastic=True, cache_key="a"), 60)
+        assert spy.calls[-1][0].options == wide("a.py").options  # alone: the full work
+        assert len(scheduler.cache._items) == 1 and alone.fills
+    finally:
+        scheduler.shutdown()
+
+
+async def test_fill_holes_jobs_keep_their_full_work_in_a_batch(tiny_engine):
+    scheduler, spy, gate = gated_scheduler(tiny_engine)
+    spy.config = tiny_engine.config
+    try:
+        tasks = await start_fills(scheduler, ["a.py", "b.py"])
+        gate.set()
+        for t in tasks.values():
+            await asyncio.wait_for(t, 60)
+        assert [r.options for r in spy.calls[0]] == [request(TEXTS[n]).options for n in ("a.py", "b.py")]
     finally:
         scheduler.shutdown()

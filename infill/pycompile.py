@@ -1,0 +1,100 @@
+"""Python's own compiler as a second, stricter judge of Python fills than tree-sitter.
+
+tree-sitter-python recovers from what CPython rejects: an unexpected indent, a block opener
+without its body on the next line, duplicate parameters, ``*, *args``, assignment to a literal.
+For Python documents, :class:`StrictCheck` compiles the region that infill/syntax.py judges (the
+top-level statements around the holes, never the whole file, so a fill costs well under a
+millisecond even in a large file) and reports the first SyntaxError as a byte span in it.
+
+Like tree-sitter errors, compile errors are judged against the original: a region that already
+fails to compile somewhere away from the holes cannot tell new errors from old, so the strict
+check is off for that document. An error at a hole (a deleted line that left an indented body
+behind, say) is the fill's business. ``compile`` never executes code; its warnings are silenced.
+
+Not here: tree-sitter parsing (infill/syntax.py), steering, or which slots to remask.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+from .textpos import str_to_byte
+
+
+@dataclass(frozen=True)
+class CompileError:
+    start: int  # bytes, in the text given to :func:`first_error`
+    end: int
+    message: str
+
+
+def first_error(data: bytes) -> CompileError | None:
+    """The first SyntaxError of ``data`` as Python source (None: it compiles, or cannot be judged)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, "<fill>", "exec", dont_inherit=True)
+        return None
+    except SyntaxError as e:  # IndentationError and TabError included
+        return _span(text, e)
+    except (ValueError, RecursionError, MemoryError, OverflowError):  # null bytes, deep nesting: no verdict
+        return None
+
+
+def _span(text: str, e: SyntaxError) -> CompileError:
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(lineno: int | None, col: int | None, default_end: bool) -> int:
+        if not lineno or lineno < 1:
+            return len(text)
+        i = min(lineno, len(lines)) - 1 if lines else 0
+        line = lines[i] if lines else ""
+        if col is None or col < 1:
+            col = len(line.rstrip("\r\n")) + 1 if default_end else 1
+        return starts[i] + min(col - 1, len(line))
+
+    s = offset(e.lineno, e.offset, False)
+    end = offset(e.end_lineno or e.lineno, e.end_offset, True) if (e.end_offset or 0) > 0 else offset(e.lineno, None, True)
+    s_b, e_b = str_to_byte(text, s), str_to_byte(text, max(s, end))
+    return CompileError(s_b, e_b, f"{type(e).__name__}: {e.msg}")
+
+
+def _line_start(data: bytes, at: int) -> int:
+    return data.rfind(b"\n", 0, at) + 1
+
+
+def _line_end(data: bytes, at: int) -> int:
+    nl = data.find(b"\n", at)
+    return len(data) if nl < 0 else nl + 1
+
+
+class StrictCheck:
+    """The compile check of a Python region (whole top-level statements) with holes (byte spans)."""
+
+    def __init__(self, data: bytes, spans: list[tuple[int, int]]):
+        self.spans = spans
+        self.enabled = True
+        base = first_error(data)
+        if base is not None and not self._at_hole(data, base):
+            self.enabled = False  # already broken elsewhere: no way to tell new errors from old
+
+    def _at_hole(self, data: bytes, err: CompileError) -> bool:
+        """Does the baseline error sit on a line from a hole's first to the line after its end?"""
+        for a, b in self.spans:
+            lo = _line_start(data, a)
+            hi = _line_end(data, _line_end(data, b))
+            if err.start <= hi and lo <= err.end:
+                return True
+        return False
+
+    def error(self, filled: bytes) -> CompileError | None:
+        """The first compile error of the filled region, if any (None also when not enabled)."""
+        return first_error(filled) if self.enabled else None
