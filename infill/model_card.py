@@ -15,6 +15,47 @@ def _row(*cells) -> str:
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
+def _history(t: dict) -> list[str]:
+    """Lines on the runs this one continued (``infill train --init-from``), with the totals."""
+    chain, prior = [], t.get("init_from")
+    while prior:
+        chain.append(prior)
+        prior = prior.get("init_from")
+    if not chain:
+        return []
+    out = ["", "Continued from " + "; from ".join(
+        f"`{c.get('path')}` ({c.get('steps')} steps, {(c.get('tokens_seen') or 0) / 1e6:.1f}M tokens, "
+        f"{(c.get('train_seconds') or 0) / 60:.1f} min, validation loss {c.get('final_valid_loss') or float('nan'):.3f})"
+        for c in chain) + " (its weights; a fresh optimizer and schedule)."]
+    runs = [t, *chain]
+    out.append(f"In all: {sum(r.get('steps') or 0 for r in runs)} steps, "
+               f"{sum(r.get('tokens_seen') or 0 for r in runs) / 1e6:.1f}M tokens, "
+               f"{sum(r.get('train_seconds') or 0 for r in runs) / 60:.1f} min of training.")
+    return out
+
+
+def _command(cfg: dict, run_dir: str, init_from: str | None) -> str:
+    budget = f"--max-minutes {cfg['max_minutes']:g}" if cfg.get("max_minutes") else f"--steps {cfg.get('steps')}"
+    extra = "".join(f" --{k} {cfg[k]:g}" for k in ("lr", "seed") if cfg.get(k) is not None and cfg[k] != {"lr": 1e-3, "seed": 0}[k])
+    init = f" --init-from {init_from}" if init_from else ""
+    return f"`infill train --preset cpu{init} {budget}{extra} --run-dir {run_dir}`"
+
+
+def _reproduce(t: dict) -> str:
+    """The `infill train` commands that made this model, first run first."""
+    runs, prior = [t], t.get("init_from")
+    while prior:
+        runs.append(prior)
+        prior = prior.get("init_from")
+    runs.reverse()
+    cmds, previous = [], None
+    for i, r in enumerate(runs):
+        run_dir = f"runs/cpu-{i + 1}" if len(runs) > 1 else "runs/cpu"
+        cmds.append(_command(r.get("config") or {}, run_dir, previous and f"{previous}/model"))
+        previous = run_dir
+    return ", then ".join(cmds)
+
+
 def render(model_dir: Path, manifest: dict, quality: list[dict] = (), notes: str = "") -> str:
     data = json.loads((Path(model_dir) / "config.json").read_text())
     m, t = data["model"], data.get("training", {})
@@ -45,6 +86,7 @@ def render(model_dir: Path, manifest: dict, quality: list[dict] = (), notes: str
         _row(t.get("steps"), f"{t.get('tokens_seen', 0) / 1e6:.1f}M", f"{t.get('window_slots_seen', 0) / 1e6:.1f}M",
              f"{t.get('train_seconds', 0) / 60:.1f} min", f"{t.get('device')} ({t.get('machine')})",
              f"{t['final_valid_loss']:.3f}" if t.get("final_valid_loss") is not None else "n/a"),
+        *_history(t),
         "",
         f"Objective: masked diffusion (a mask ratio t ~ U(0.05, 1) per row, loss weighted 1/t) over fill windows,",
         f"mixed: {1 - cfg.get('objective', {}).get('p_plain', 0.2):.0%} infilling rows (a whole line, the rest of a line, a few lines,",
@@ -56,8 +98,7 @@ def render(model_dir: Path, manifest: dict, quality: list[dict] = (), notes: str
         "",
         "![loss curves](loss.png)",
         "",
-        "Reproduce: `infill train --preset cpu --max-minutes 75 --run-dir runs/cpu` (the schedule is time-based, so",
-        "a faster machine sees more tokens).",
+        "Reproduce: " + _reproduce(t) + " (the schedule is time-based, so a faster machine sees more tokens).",
         "",
         "## Corpus",
         "",

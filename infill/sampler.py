@@ -265,6 +265,16 @@ def denoise_steps(
         if schedule.policy == "left-to-right":  # the autoregressive-equivalent order
             score = torch.where(candidates, -state.pos.float(), float("-inf"))
         allowed = constraint.admissible(state, token, candidates) & candidates
+        refused = candidates & ~allowed & (token == cfg.pad_id)
+        if refused.any():  # the fill may not end here: propose its best continuation instead
+            alt = refused[candidates]
+            alt_logits = logits[alt].clone()
+            alt_logits[:, cfg.pad_id] = float("-inf")
+            alt_t, alt_lp, alt_c, alt_s = propose(alt_logits, schedule, None if noise is None else noise[alt])
+            token[refused], logp[refused], conf[refused], score[refused] = alt_t, alt_lp, alt_c, alt_s
+            if schedule.policy == "left-to-right":
+                score = torch.where(candidates, -state.pos.float(), float("-inf"))
+            allowed |= constraint.admissible(state, token, refused) & refused
         if schedule.pad_in_order:  # a fill may end only where everything before it is decided
             allowed &= (token != cfg.pad_id) | first_masked(state.hole, state.masked)
         hurry = deadline is not None and time.monotonic() >= deadline

@@ -197,7 +197,8 @@ def init_weights(model: DiffusionLM, source: Path, device) -> dict:
     model.load_state_dict(load_model(source, device=str(device)).state_dict())
     prior = data.get("training", {})
     return {"path": str(source), "name": data.get("name"),
-            **{k: prior.get(k) for k in ("steps", "tokens_seen", "window_slots_seen", "train_seconds", "final_valid_loss", "init_from")}}
+            **{k: prior.get(k) for k in ("steps", "tokens_seen", "window_slots_seen", "train_seconds", "final_valid_loss", "init_from")},
+            "config": {k: prior.get("config", {}).get(k) for k in ("max_minutes", "steps", "lr", "seed", "batch_size")}}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -232,3 +232,25 @@ def test_first_masked_is_per_hole():
     hole = torch.tensor([[0, 0, 0, 1, 1, -1]])
     masked = torch.tensor([[False, True, True, True, True, False]])
     assert first_masked(hole, masked).tolist() == [[False, True, False, True, False, False]]
+
+
+class NoEndBefore:
+    """A constraint that refuses to let the fill end (pad) before slot ``k``."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def admissible(self, state, proposal, candidates):
+        slot = torch.arange(state.ids.shape[1]).expand_as(proposal)
+        return candidates & ~((proposal == PAD) & (slot < self.k))
+
+    def remask(self, state):
+        return torch.zeros_like(state.masked)
+
+
+def test_a_refused_end_gets_the_best_continuation_instead():
+    model = Scripted(pad_from=1)  # the model would end the fill after one token
+    state = fresh(W=5)
+    denoise(model, empty_ctx(1), state, Schedule(steps=5), constraint=NoEndBefore(3))
+    ids = state.ids[0].tolist()
+    assert all(t not in (PAD, MASK) for t in ids[:3]) and ids[3:] == [PAD, PAD]

@@ -130,3 +130,19 @@ def test_make_row_mixes_plain_and_infilling_rows(tok):
     rows = [r for r in (make_row(text, tok, cfg, rng) for _ in range(60)) if r]
     plain = [r for r in rows if r.pieces[-1] == ("ctx", []) and len(r.pieces) == 3 and len(r.pieces[1][1]) == r.pieces[1][2]]
     assert 0 < len(plain) < len(rows)
+
+
+def test_init_from_continues_an_exported_model_and_records_its_history(tmp_path, corpus, tok):
+    tok_path = tmp_path / "tok.json"
+    tok.save(tok_path)
+    base = TrainConfig(corpus_dir=corpus, tokenizer=tok_path, **TINY)
+    first = train(replace(base, run_dir=tmp_path / "first", steps=3))
+    second = train(replace(base, run_dir=tmp_path / "second", steps=2, init_from=first, seed=1))
+    facts = json.loads((second / "config.json").read_text())["training"]
+    assert facts["steps"] == 2 and facts["init_from"]["steps"] == 3 and facts["init_from"]["path"] == str(first)
+    assert "Continued from" in (second / "MODEL_CARD.md").read_text()
+    before, after = load_model(first).state_dict(), load_model(second).state_dict()
+    assert any(not torch.equal(before[k], after[k]) for k in before)  # it trained on
+    with pytest.raises(ModelLoadError, match="another architecture"):
+        train(replace(base, run_dir=tmp_path / "third", steps=1, init_from=first,
+                      model=replace(base.model, d_model=64)))
