@@ -162,6 +162,17 @@ def drop_indent(fill: str, indent: str) -> str:
     return fill[len(indent) :] if fill.startswith(indent) else fill.lstrip(" \t")
 
 
+def join_line_break(fill: str, after: str) -> str:
+    """Drop a fill's final line break where the text after the hole breaks the line itself.
+
+    A hole on a line of its own ("    <FILL>" and then a line break) filled with "x = 1" and a
+    line break would leave an empty line behind.
+    """
+    if fill.strip() and fill.endswith("\n") and after.startswith(("\n", "\r\n")):
+        return fill[:-2] if fill.endswith("\r\n") else fill[:-1]
+    return fill
+
+
 def candidate_plan(options: SamplingOptions, default: int) -> list[tuple[float, int]]:
     """(window scale, seed) for each candidate row: window lengths first, then seeds."""
     n = options.candidates or default
@@ -339,6 +350,8 @@ class Engine:
         best: dict[int, tuple[tuple[bool, float], list[Fill], int]] = {}
         for r in range(R):
             fills, score, filled = self.decode_row(ids[r], logprob[r], hole[r], len(prepared[rows[r]].windows))
+            req = prepared[rows[r]].request
+            fills = [msgspec.structs.replace(f, text=join_line_break(f.text, req.text[h.end :])) for f, h in zip(fills, req.holes)]
             if syntax is not None and syntax.checks[r] is not None:
                 fills = self._finish_syntax(syntax, r, prepared[rows[r]].request, fills)
             key = (fills[0].valid is True, score)  # syntax-valid candidates first, then by score

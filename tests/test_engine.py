@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from infill.engine import Engine, EngineConfig, budget_split, candidate_plan, segment_texts, validate
+from infill.engine import Engine, EngineConfig, budget_split, candidate_plan, join_line_break, segment_texts, validate
 from infill.errors import InfillError, RequestError
 from infill.holes import find_holes
 from infill.protocol import FillRequest, Hole, SamplingOptions
@@ -164,3 +164,11 @@ def test_an_invalid_fill_is_cut_back_to_its_longest_valid_prefix(tiny_engine, mo
     monkeypatch.setattr(tiny_engine, "decode_row", decode_row)
     r = tiny_engine.fill(req)
     assert r.fills[0].text == "xs" and r.fills[0].valid is True
+
+
+def test_a_fill_does_not_leave_an_empty_line_before_the_line_break_after_it():
+    assert join_line_break("x = 1\n", "\n    return x\n") == "x = 1"
+    assert join_line_break("x = 1\r\n", "\r\nreturn x") == "x = 1"
+    assert join_line_break("x = 1\n", "    return x\n") == "x = 1\n"  # the text after goes on the next line
+    assert join_line_break("\n", "\n") == "\n"  # a fill that is only a line break stays one
+    assert join_line_break("a\nb\n", "\n") == "a\nb"
