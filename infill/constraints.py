@@ -6,9 +6,10 @@
 - ``admissible``: for the first masked slot of each hole, the steering lexer
   (infill/steering.py) refuses a proposed token that breaks bracket, quote or indentation rules
   given the hole's left context and the tokens committed before it;
-- ``remask``: after a full draft, each row's fills are parsed with the document
-  (infill/syntax.py); the slots whose token bytes overlap a newly introduced ERROR or MISSING
-  node are sent back to be denoised again (the sampler bounds the rounds);
+- ``remask``: after a full draft, each row's fills are parsed with the top-level statements
+  around them (infill/syntax.py; Python's are compiled too, infill/pycompile.py); the slots whose
+  token bytes overlap a newly introduced ERROR or MISSING node or SyntaxError are sent back to
+  be denoised again (the sampler bounds the rounds);
 - ``judge``: whether a row's final fill texts are syntax-valid (for ``Fill.valid`` and for
   selection: valid candidates first, then by model score).
 
