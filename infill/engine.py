@@ -354,7 +354,9 @@ class Engine:
             fills = [msgspec.structs.replace(f, text=join_line_break(f.text, req.text[h.end :])) for f, h in zip(fills, req.holes)]
             if syntax is not None and syntax.checks[r] is not None:
                 fills = self._finish_syntax(syntax, r, prepared[rows[r]].request, fills)
-            key = (fills[0].valid is True, score)  # syntax-valid candidates first, then by score
+            # Syntax-valid candidates first, then ones with code in every hole (a blank fill is
+            # no suggestion), then by score.
+            key = (fills[0].valid is True, all(f.text.strip() for f in fills), score)
             if rows[r] not in best or key > best[rows[r]][0]:
                 best[rows[r]] = (key, fills, filled)
         total_ms = (time.perf_counter() - t_start) * 1000

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import msgspec
 import pytest
 
 from infill.engine import Engine, EngineConfig, budget_split, candidate_plan, join_line_break, segment_texts, validate
@@ -172,3 +173,19 @@ def test_a_fill_does_not_leave_an_empty_line_before_the_line_break_after_it():
     assert join_line_break("x = 1\n", "    return x\n") == "x = 1\n"  # the text after goes on the next line
     assert join_line_break("\n", "\n") == "\n"  # a fill that is only a line break stays one
     assert join_line_break("a\nb\n", "\n") == "a\nb"
+
+
+def test_a_candidate_with_code_beats_a_blank_one(tiny_engine, monkeypatch):
+    from infill.protocol import FillRequest, Hole, SamplingOptions
+
+    real, seen = Engine.decode_row, []
+
+    def decode_row(self, ids, logprob, hole, n_holes):  # row 0: a blank fill scored best; row 1: code
+        fills, _, filled = real(self, ids, logprob, hole, n_holes)
+        seen.append(len(seen))
+        blank = seen[-1] == 0
+        return [msgspec.structs.replace(f, text="\n" if blank else "x") for f in fills], (0.0 if blank else -5.0), filled
+
+    monkeypatch.setattr(Engine, "decode_row", decode_row)
+    res = tiny_engine.fill(FillRequest(text="y = \n", holes=[Hole(4, 4, 8)], options=SamplingOptions(candidates=2, constrained=False)))
+    assert len(seen) == 2 and res.fills[0].text == "x"
