@@ -15,19 +15,24 @@ def _row(*cells) -> str:
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
+def _runs(t: dict) -> list[dict]:
+    """This run's training facts, then those of each run it continued (``--init-from``), newest first."""
+    runs = [t]
+    while runs[-1].get("init_from"):
+        runs.append(runs[-1]["init_from"])
+    return runs
+
+
 def _history(t: dict) -> list[str]:
-    """Lines on the runs this one continued (``infill train --init-from``), with the totals."""
-    chain, prior = [], t.get("init_from")
-    while prior:
-        chain.append(prior)
-        prior = prior.get("init_from")
+    """Lines on the runs this one continued, with the totals."""
+    runs = _runs(t)
+    chain = runs[1:]
     if not chain:
         return []
     out = ["", "Continued from " + "; from ".join(
         f"`{c.get('path')}` ({c.get('steps')} steps, {(c.get('tokens_seen') or 0) / 1e6:.1f}M tokens, "
         f"{(c.get('train_seconds') or 0) / 60:.1f} min, validation loss {c.get('final_valid_loss') or float('nan'):.3f})"
         for c in chain) + " (its weights; a fresh optimizer and schedule)."]
-    runs = [t, *chain]
     out.append(f"In all: {sum(r.get('steps') or 0 for r in runs)} steps, "
                f"{sum(r.get('tokens_seen') or 0 for r in runs) / 1e6:.1f}M tokens, "
                f"{sum(r.get('train_seconds') or 0 for r in runs) / 60:.1f} min of training.")
@@ -43,11 +48,7 @@ def _command(cfg: dict, run_dir: str, init_from: str | None) -> str:
 
 def _reproduce(t: dict) -> str:
     """The `infill train` commands that made this model, first run first."""
-    runs, prior = [t], t.get("init_from")
-    while prior:
-        runs.append(prior)
-        prior = prior.get("init_from")
-    runs.reverse()
+    runs = _runs(t)[::-1]
     cmds, previous = [], None
     for i, r in enumerate(runs):
         run_dir = f"runs/cpu-{i + 1}" if len(runs) > 1 else "runs/cpu"

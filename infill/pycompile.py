@@ -19,7 +19,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
-from .textpos import str_to_byte
+from .textpos import line_end, line_start, str_to_byte
 
 
 @dataclass(frozen=True)
@@ -67,15 +67,6 @@ def _span(text: str, e: SyntaxError) -> CompileError:
     return CompileError(s_b, e_b, f"{type(e).__name__}: {e.msg}")
 
 
-def _line_start(data: bytes, at: int) -> int:
-    return data.rfind(b"\n", 0, at) + 1
-
-
-def _line_end(data: bytes, at: int) -> int:
-    nl = data.find(b"\n", at)
-    return len(data) if nl < 0 else nl + 1
-
-
 class StrictCheck:
     """The compile check of a Python region (whole top-level statements) with holes (byte spans)."""
 
@@ -89,8 +80,8 @@ class StrictCheck:
     def _at_hole(self, data: bytes, err: CompileError) -> bool:
         """Does the baseline error sit on a line from a hole's first to the line after its end?"""
         for a, b in self.spans:
-            lo = _line_start(data, a)
-            hi = _line_end(data, _line_end(data, b))
+            lo = line_start(data, a)
+            hi = line_end(data, line_end(data, b))
             if err.start <= hi and lo <= err.end:
                 return True
         return False

@@ -203,7 +203,7 @@ class Lexer:
     def _seam_ok(self, st: LexState) -> bool:
         """Python: may the text after the hole's next line follow the fill, by the offside rule?"""
         ctx = self.ctx
-        if st.levels is None or st.stack or st.cont or st.kind == "str" or len(ctx.base) > st.popped:
+        if st.levels is None or st.stack or st.cont or len(ctx.base) > st.popped:
             return True
         if st.at_line_start:  # the fill ended a line: the text after it starts the next one
             want, opened = ctx.seam_here, st.after_colon

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from .languages import Grammar, grammar as lookup_grammar
 from .pycompile import StrictCheck
-from .textpos import byte_to_point, byte_to_str, indent_width, str_to_byte
+from .textpos import byte_to_point, byte_to_str, indent_width, line_end, line_start, str_to_byte
 
 
 @dataclass(frozen=True)
@@ -67,9 +67,7 @@ def judged_region(root, data: bytes, spans: list[tuple[int, int]]) -> tuple[int,
     lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
     starts = [a for a, _ in tops if a <= lo]
     ends = [b for _, b in tops if b >= hi]
-    start = data.rfind(b"\n", 0, starts[-1]) + 1 if starts else 0
-    nl = data.find(b"\n", ends[0]) if ends else -1
-    return start, len(data) if nl < 0 else nl + 1
+    return (line_start(data, starts[-1]) if starts else 0), (line_end(data, ends[0]) if ends else len(data))
 
 
 class Document:
@@ -250,11 +248,11 @@ def hole_context(doc: Document, i: int) -> HoleContext:
         else:
             surplus = True
             break
-    line_start = data.rfind(b"\n", 0, s) + 1
-    at_line_start = not data[line_start:s].strip()
+    before = data[line_start(data, s) : s]
+    at_line_start = not before.strip()
     ctx = dict(base=tuple(stack), needed=needed, surplus=surplus, at_line_start=at_line_start and not stack)
     ctx["next_char"] = data[e : e + 1].decode("utf-8", "replace")
-    ctx["indent"] = indent_width(data[line_start:s]) if at_line_start else 0
+    ctx["indent"] = indent_width(before) if at_line_start else 0
     if g.spec.indent:
         ctx.update(_python_levels(root, data, s))
         stop = doc.spans[i + 1][0] if i + 1 < len(doc.spans) else len(data)

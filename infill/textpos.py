@@ -63,6 +63,17 @@ def point_to_byte(data: bytes, point: tuple[int, int]) -> int:
 # ---------------------------------------------------------------------------- str <-> LSP
 
 
+def line_start(data: bytes, at: int) -> int:
+    """Byte offset of the start of the line that holds byte ``at``."""
+    return data.rfind(b"\n", 0, at) + 1
+
+
+def line_end(data: bytes, at: int) -> int:
+    """Byte offset just past the line break that ends the line holding ``at`` (or the end)."""
+    nl = data.find(b"\n", at)
+    return len(data) if nl < 0 else nl + 1
+
+
 def lsp_units(text: str, encoding: str = "utf-16") -> int:
     """Length of ``text`` in an LSP position encoding's code units (utf-16, utf-8 or utf-32)."""
     if encoding == "utf-32":
