@@ -126,11 +126,15 @@ def _logging_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)")
 
 
-def _model_options(p: argparse.ArgumentParser) -> None:
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    """--model, --device, --threads, --precision (shared by every command that loads a model)."""
     p.add_argument("--model", metavar="DIR", type=Path, default=None,
                    help="model directory (config.json, model.safetensors, tokenizer.json); default: the bundled model")
     p.add_argument("--device", type=_device, default="auto", help="auto | cpu | cuda[:N] (default: auto)")
     p.add_argument("--threads", type=_int_in(1), default=None, help="torch CPU threads (default: torch's)")
+    p.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto",
+                   help="weights and activations: bf16 on GPUs and CPUs with native bf16 (AMX, AVX512-BF16), "
+                        "else fp32 (default: auto)")
 
 
 def add_sampling_arguments(g) -> None:
@@ -169,7 +173,7 @@ def _add_fill(sub) -> None:
                    help="fill at this cursor (1-based line and column in characters) instead of at markers")
     p.add_argument("--language", default=None,
                    help="language id (default: from the file extension; needed for stdin with --at)")
-    _model_options(p)
+    add_model_options(p)
     g = p.add_argument_group("sampling")
     g.add_argument("--max-tokens", type=_int_in(1, MAX_HOLE_TOKENS), default=DEFAULT_MAX_TOKENS,
                    help=f"budget of a <FILL> without N and of --at (default: {DEFAULT_MAX_TOKENS})")
@@ -212,7 +216,7 @@ def _add_delegated(p: argparse.ArgumentParser, module: str, wanted: bool, model_
         p.set_defaults(module_missing=True)
         return
     if model_options:
-        _model_options(p)
+        add_model_options(p)
     mod.add_arguments(p)
     try:
         _logging_options(p)
@@ -311,7 +315,8 @@ def load_engine(args: argparse.Namespace):
         raise InputError(f"--model {model_dir}: no such directory")
     if not Path(model_dir).is_dir():
         raise InputError(f"model directory {model_dir}: not a directory")
-    return Engine.load(EngineConfig(model_dir=Path(model_dir), device=args.device, threads=args.threads))
+    return Engine.load(EngineConfig(model_dir=Path(model_dir), device=args.device, threads=args.threads,
+                                    precision=args.precision))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ class EngineConfig:
     max_batch_slots: int = 4096  # rows x window slots denoised together, at most
     context_cache_tokens: int = 32768  # encoded context kept for reuse across fills (0 = none)
     threads: int | None = None  # torch CPU threads; None = torch's default
+    precision: str = "auto"  # auto | fp32 | bf16 (auto: bf16 where the hardware multiplies it natively)
 
 
 @dataclass
@@ -66,6 +67,28 @@ def resolve_device(name: str) -> torch.device:
     if name != "cpu" and not name.startswith("cuda"):
         raise InfillError(f"unknown device {name!r} (use auto, cpu or cuda)")
     return torch.device(name)
+
+
+def fast_bf16(device: torch.device) -> bool:
+    """Whether bf16 matrix products are native here: any CUDA GPU, or a CPU with AMX or AVX512-BF16.
+
+    Elsewhere (most laptops: AVX2 only) bf16 is emulated and slower than fp32.
+    """
+    if device.type == "cuda":
+        return True
+    probes = [getattr(torch.cpu, name, None) for name in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")]
+    return any(p is not None and p() for p in probes)
+
+
+def resolve_dtype(precision: str, device: torch.device) -> torch.dtype:
+    """The weights' dtype for ``precision`` (auto | fp32 | bf16) on ``device``."""
+    if precision == "fp32":
+        return torch.float32
+    if precision == "bf16":
+        return torch.bfloat16
+    if precision != "auto":
+        raise InfillError(f"unknown precision {precision!r} (use auto, fp32 or bf16)")
+    return torch.bfloat16 if fast_bf16(device) else torch.float32
 
 
 def validate(request: FillRequest) -> None:
@@ -203,6 +226,7 @@ class Engine:
         self.config = config
         self.model_id = model_id
         self.device = next(model.parameters()).device
+        self.dtype = next(model.parameters()).dtype
         self.context_cache = SegmentCache(config.context_cache_tokens)
         if tokenizer.mask_id != model.cfg.mask_id or tokenizer.pad_id != model.cfg.pad_id:
             raise ModelLoadError("tokenizer.json and config.json disagree on the mask/pad token ids")
@@ -217,12 +241,12 @@ class Engine:
         if config.threads:
             torch.set_num_threads(config.threads)
         device = resolve_device(config.device)
-        dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+        dtype = resolve_dtype(config.precision, device)
         cfg, data = read_config(directory)
         tokenizer = Tokenizer.from_file(directory / "tokenizer.json")
         model = load_model(directory, device=str(device), dtype=dtype)
         model_id = data.get("name") or directory.name
-        log.info("loaded %s (%.1fM parameters) on %s", model_id, cfg.n_params() / 1e6, device)
+        log.info("loaded %s (%.1fM parameters) on %s in %s", model_id, cfg.n_params() / 1e6, device, dtype)
         return cls(model, tokenizer, config, model_id=model_id)
 
     # -- preparing requests ---------------------------------------------------------------

@@ -157,6 +157,11 @@ class BoundContext:
     valid: torch.Tensor  # [R, Lc]
     _rope: tuple | None = None  # (window positions, cos, sin) of the last step
 
+    def select(self, rows: torch.Tensor) -> "BoundContext":
+        """The same context for rows ``rows`` [n] only (a copy; window parts are rewritten at each step)."""
+        return BoundContext([k.index_select(0, rows) for k in self.keys], [v.index_select(0, rows) for v in self.values],
+                            self.valid.index_select(0, rows))
+
     def make_room(self, width: int) -> None:
         """Append room for ``width`` window slots to every layer's keys and values (once)."""
         n = self.valid.shape[1] + width

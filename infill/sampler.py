@@ -11,6 +11,10 @@ fill takes ``steps`` steps) or every slot above a confidence threshold (at least
 A committed slot is kept unless the constraint asks to remask it; context is never rewritten.
 A window is pad-terminated: committing pad at a slot commits pad to every later masked slot of
 the same hole, so a window of N slots expresses any fill of up to N tokens.
+
+A row whose slots are all committed drops out of the model calls (rows are independent
+candidates); a row the constraint holds back gets ``overrun`` more of its steps, then commits what
+is left at once (repair and selection judge it), so no batch waits long for one slow row.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ class Schedule:
     max_repair_rounds: int = 1  # how often a constraint may send a full draft back
     max_repair_share: float = 0.5  # a row with more of its slots flagged is not repaired (too costly)
     pad_in_order: bool = True  # pad only at a hole's first masked slot (the end is decided last)
+    overrun: float = 0.25  # a row held back (constraint, pad order) may take this share more steps,
+    # then commits what is left at once: a batch never waits long for one slow row
 
 
 @dataclass
@@ -95,16 +101,16 @@ class CancelFlag(Protocol):
 
 
 def propose(
-    logits: torch.Tensor, schedule: Schedule, noise: torch.Tensor | None = None
+    logp: torch.Tensor, schedule: Schedule, noise: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per slot: proposed token, its log-probability, its confidence, and the policy's score.
 
-    logits [..., V] (mask already forbidden); ``noise`` uniform [..., V] when sampling with a
-    temperature. Returns four tensors of shape logits.shape[:-1].
+    logp [..., V]: log-probabilities (log_softmax of the logits, mask already forbidden);
+    ``noise`` uniform [..., V] when sampling with a temperature. Returns four tensors of shape
+    logp.shape[:-1].
     """
-    logp = torch.log_softmax(logits.float(), dim=-1)
     if schedule.temperature > 0:
-        tempered = torch.log_softmax(logits.float() / schedule.temperature, dim=-1)
+        tempered = torch.log_softmax(logp / schedule.temperature, dim=-1)
         if schedule.top_p < 1.0:
             tempered = top_p_filter(tempered, schedule.top_p)
         gumbel = -torch.log(-torch.log(noise.to(tempered.device).clamp_min(1e-20)))
@@ -113,15 +119,14 @@ def propose(
     else:
         token = logp.argmax(-1)
         dist = logp
-    probs = dist.exp()
-    conf = probs.gather(-1, token[..., None])[..., 0]
+    conf = dist.gather(-1, token[..., None])[..., 0].exp()
     if schedule.policy in ("confidence", "left-to-right"):  # left-to-right reorders in the loop
         score = conf
     elif schedule.policy == "margin":
-        top2 = probs.topk(2, dim=-1).values
+        top2 = dist.topk(2, dim=-1).values.exp()
         score = top2[..., 0] - top2[..., 1]
     elif schedule.policy == "entropy":
-        score = (probs * dist.clamp_min(-1e9)).sum(-1)  # minus the entropy: higher is surer
+        score = (dist.exp() * dist.clamp_min(-1e9)).sum(-1)  # minus the entropy: higher is surer
     else:
         raise ValueError(f"unknown unmasking policy {schedule.policy!r}")
     return token, logp.gather(-1, token[..., None])[..., 0], conf, score
@@ -197,6 +202,31 @@ def pad_tail(hole: torch.Tensor, committed_pad: torch.Tensor, masked: torch.Tens
     return out
 
 
+class ActiveRows:
+    """Runs the model on the rows that still have masked slots, in row order.
+
+    Rows are independent candidates, so leaving out the finished ones (short fills end early, and
+    a batch waits for its slowest row) changes nothing for the others. The context is selected
+    again only when the set of active rows changes.
+    """
+
+    def __init__(self, model: DiffusionLM, ctx: BoundContext, pos: torch.Tensor):
+        self.model, self.ctx, self.pos = model, ctx, pos
+        self._key: tuple | None = None
+        self._sub: tuple = ()
+
+    def hidden(self, ids: torch.Tensor, valid: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+        """Hidden states [n, W, d] of the n rows where ``active`` [R] is True."""
+        if bool(active.all()):
+            return self.model.window_hidden(ids, self.pos, valid, self.ctx)
+        rows = active.nonzero().flatten()
+        key = tuple(rows.tolist())
+        if key != self._key:
+            self._key, self._sub = key, (self.ctx.select(rows), self.pos.index_select(0, rows))
+        ctx, pos = self._sub
+        return self.model.window_hidden(ids.index_select(0, rows), pos, valid.index_select(0, rows), ctx)
+
+
 # ----------------------------------------------------------------------------------------------
 # The loop.
 
@@ -228,6 +258,8 @@ def denoise_steps(
     planned = row_steps if row_steps is not None else torch.full((state.ids.shape[0],), schedule.steps)
     planned = planned.to(state.ids.device).clamp_min(1)
     steps_left = planned.clone()
+    budget = torch.ceil(planned * (1 + schedule.overrun)).long()  # steps this pass may take, at most
+    rows = ActiveRows(model, ctx, state.pos)
     repairs = 0
     step = 0
     while True:
@@ -242,13 +274,15 @@ def denoise_steps(
             state.ids[again] = cfg.mask_id
             share = again.sum(1).float() / valid.sum(1).clamp_min(1).float()
             steps_left = torch.ceil(planned * share).long().clamp_min(1)
+            budget = torch.ceil(steps_left * (1 + schedule.overrun)).long()
         if cancel is not None and cancel.is_set():
             raise Cancelled("fill cancelled")
         # Logits only for masked slots: committed ones need none (the vocabulary projection is
         # the largest cost of a step for a small model).
         candidates = state.masked
-        hidden = model.window_hidden(state.ids, state.pos, valid, ctx)
-        logits = model.logits(hidden[candidates])
+        active = candidates.any(1)
+        hidden = rows.hidden(state.ids, valid, active)
+        logits = model.logits(hidden[candidates[active]])
         logits[:, cfg.mask_id] = float("-inf")
         if state.no_pad is not None:
             logits[state.no_pad[candidates], cfg.pad_id] = float("-inf")
@@ -256,8 +290,9 @@ def denoise_steps(
         if schedule.temperature > 0:  # one generator per row: a row's draws do not depend on its batch
             noise = torch.stack([torch.rand((state.ids.shape[1], logits.shape[-1]), generator=g) for g in generators])
             noise = noise[candidates.cpu()]
-        tok_m, logp_m, conf_m, score_m = propose(logits, schedule, noise)
-        pad_logp = scatter(torch.log_softmax(logits.float(), -1)[:, cfg.pad_id], candidates, 0.0)
+        logp_all = torch.log_softmax(logits.float(), dim=-1)
+        tok_m, logp_m, conf_m, score_m = propose(logp_all, schedule, noise)
+        pad_logp = scatter(logp_all[:, cfg.pad_id], candidates, 0.0)
         token = scatter(tok_m, candidates, cfg.pad_id)
         logp = scatter(logp_m, candidates, 0.0)
         conf = scatter(conf_m, candidates, 0.0)
@@ -268,9 +303,10 @@ def denoise_steps(
         refused = candidates & ~allowed & (token == cfg.pad_id)
         if refused.any():  # the fill may not end here: propose its best continuation instead
             alt = refused[candidates]
-            alt_logits = logits[alt].clone()
+            alt_logits = logits[alt].float()
             alt_logits[:, cfg.pad_id] = float("-inf")
-            alt_t, alt_lp, alt_c, alt_s = propose(alt_logits, schedule, None if noise is None else noise[alt])
+            alt_t, alt_lp, alt_c, alt_s = propose(torch.log_softmax(alt_logits, dim=-1), schedule,
+                                                  None if noise is None else noise[alt])
             token[refused], logp[refused], conf[refused], score[refused] = alt_t, alt_lp, alt_c, alt_s
             if schedule.policy == "left-to-right":
                 score = torch.where(candidates, -state.pos.float(), float("-inf"))
@@ -290,10 +326,13 @@ def denoise_steps(
         pick |= tail
         if hurry:
             pick = candidates.clone()
+        else:  # rows at the end of their step budget commit everything left
+            pick |= candidates & (budget <= 1)[:, None]
         state.ids = torch.where(pick, token, state.ids)
         state.logprob = torch.where(pick, logp, state.logprob)
         state.masked = state.masked & ~pick
         steps_left = (steps_left - 1).clamp_min(1)
+        budget -= 1
         step += 1
         yield Step(step, state.ids.clone(), state.masked.clone(), state.logprob.clone(), pick, not state.masked.any())
 

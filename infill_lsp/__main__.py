@@ -2,16 +2,15 @@
 
 import argparse
 import sys
-from pathlib import Path
+
+from infill.cli import add_model_options
 
 from .cli import add_arguments, main
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m infill_lsp", description="infill's language server")
-    p.add_argument("--model", metavar="DIR", type=Path, default=None, help="model directory (default: the bundled model)")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N]")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    add_model_options(p)
     p.add_argument("-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)")
     add_arguments(p)
     return p

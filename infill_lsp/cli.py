@@ -2,7 +2,7 @@
 
 ``add_arguments(parser)`` adds the transport flags; ``main(args)`` runs the server until the
 client says ``exit`` (or stdin closes) and returns an exit code. The model flags (``--model``,
-``--device``, ``--threads``) come from infill's CLI when it wires this in; options the client
+``--device``, ``--threads``, ``--precision``) come from infill's CLI when it wires this in; options the client
 sends in ``initializationOptions`` override them.
 """
 
@@ -56,10 +56,8 @@ def main(args: argparse.Namespace) -> int:
     if address and not is_loopback(address[0]) and not args.token:
         print(f"infill lsp: error: binding {address[0]} (not loopback) needs --token", file=sys.stderr)
         return 2
-    threads = getattr(args, "threads", None)
-    loader = load_engine
-    if threads:
-        loader = functools.partial(_load_with_threads, threads=threads)
+    loader = functools.partial(load_engine, precision=getattr(args, "precision", "auto"),
+                               threads=getattr(args, "threads", None))
     model = getattr(args, "model", None)
     server = create_server(model=str(model) if model else None, device=getattr(args, "device", None),
                            token=args.token if args.tcp else None, loader=loader)
@@ -70,12 +68,3 @@ def main(args: argparse.Namespace) -> int:
     else:
         serve_stdio(server)
     return 0
-
-
-def _load_with_threads(key, threads: int):
-    import torch
-
-    from .server import load_engine
-
-    torch.set_num_threads(threads)
-    return load_engine(key)

@@ -43,7 +43,7 @@ _EMPTY_INLINE = types.InlineCompletionList(items=[])
 _EMPTY_COMPLETION = types.CompletionList(is_incomplete=True, items=[])
 
 
-def load_engine(key: tuple[str | None, str]):
+def load_engine(key: tuple[str | None, str], precision: str = "auto", threads: int | None = None):
     """The engine for (model directory or None for the bundled one, device). Runs in the worker."""
     import torch
 
@@ -52,7 +52,7 @@ def load_engine(key: tuple[str | None, str]):
     torch.set_grad_enabled(False)  # thread-local: the worker thread never needs autograd
     path, device = key
     model_dir = Path(path).expanduser() if path else DEFAULT_MODEL_DIR
-    return Engine.load(EngineConfig(model_dir=model_dir, device=device))
+    return Engine.load(EngineConfig(model_dir=model_dir, device=device, precision=precision, threads=threads))
 
 
 class InfillServer(LanguageServer):
@@ -109,7 +109,8 @@ class InfillServer(LanguageServer):
         message = "model loaded"
         try:
             engine = await asyncio.wrap_future(self.scheduler.load(self.model_key()))
-            message = f"loaded {engine.model_id} on {engine.device}"
+            dtype = str(getattr(engine, "dtype", "")).removeprefix("torch.")  # test doubles may have none
+            message = f"loaded {engine.model_id} on {engine.device}" + (f" ({dtype})" if dtype else "")
             self.log_client(types.MessageType.Info, message)
         except Exception as e:  # noqa: BLE001 - any load failure becomes one message
             message = f"could not load the model: {e}"

@@ -63,4 +63,4 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 def tiny_engine(tiny_model_dir):
     from infill.engine import Engine, EngineConfig
 
-    return Engine.load(EngineConfig(model_dir=tiny_model_dir, device="cpu"))
+    return Engine.load(EngineConfig(model_dir=tiny_model_dir, device="cpu", precision="fp32"))

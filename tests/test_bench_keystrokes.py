@@ -9,7 +9,8 @@ from infill.bench import keystrokes
 from infill.protocol import FillRequest, Hole, SamplingOptions
 from infill.tokenizer import Tokenizer
 
-FAST = dict(keystrokes=3, warmup=1, context_tokens=200, max_tokens=8, steps=2, device="cpu", threads=1, seed=0)
+FAST = dict(keystrokes=3, warmup=1, context_tokens=200, max_tokens=8, steps=2, device="cpu", threads=1, precision="fp32",
+            seed=0)
 
 
 def test_keystrokes_retype_the_original_text(tiny_model_dir):

@@ -189,3 +189,20 @@ def test_a_candidate_with_code_beats_a_blank_one(tiny_engine, monkeypatch):
     monkeypatch.setattr(Engine, "decode_row", decode_row)
     res = tiny_engine.fill(FillRequest(text="y = \n", holes=[Hole(4, 4, 8)], options=SamplingOptions(candidates=2, constrained=False)))
     assert len(seen) == 2 and res.fills[0].text == "x"
+
+
+def test_precision(tiny_model_dir):
+    import torch
+
+    from infill.engine import fast_bf16, resolve_dtype
+
+    assert resolve_dtype("fp32", torch.device("cuda")) == torch.float32
+    assert resolve_dtype("bf16", torch.device("cpu")) == torch.bfloat16
+    assert resolve_dtype("auto", torch.device("cpu")) == (torch.bfloat16 if fast_bf16(torch.device("cpu")) else torch.float32)
+    with pytest.raises(InfillError, match="precision"):
+        resolve_dtype("fp8", torch.device("cpu"))
+    engine = Engine.load(EngineConfig(model_dir=tiny_model_dir, device="cpu", precision="bf16"))
+    assert engine.dtype == torch.bfloat16
+    text, holes = find_holes("def f(a, b):\n    return <FILL:6>\n")
+    result = engine.fill(FillRequest(text=text, holes=holes, options=SamplingOptions(steps=3)))
+    assert len(result.fills) == 1 and result.timings.steps >= 1

@@ -20,6 +20,7 @@ class Scripted:
     def __init__(self, confidence=None, pad_from=None):
         self.cfg = ModelConfig(vocab_size=V, d_model=8, n_layers=1, n_heads=1, d_ff=8)
         self.calls = 0
+        self.rows: list[int] = []  # rows of each call
         self.confidence = confidence  # [W] logit margins; higher = more confident
         self.pad_from = pad_from  # slots from here on prefer pad
 
@@ -29,6 +30,7 @@ class Scripted:
     def window_hidden(self, ids, pos, valid, ctx):
         self.calls += 1
         R, W = ids.shape
+        self.rows.append(R)
         logits = torch.zeros(R, W, V)
         for w in range(W):
             tok = PAD if self.pad_from is not None and w >= self.pad_from else 3 + (w % (V - 3))
@@ -254,3 +256,50 @@ def test_a_refused_end_gets_the_best_continuation_instead():
     denoise(model, empty_ctx(1), state, Schedule(steps=5), constraint=NoEndBefore(3))
     ids = state.ids[0].tolist()
     assert all(t not in (PAD, MASK) for t in ids[:3]) and ids[3:] == [PAD, PAD]
+
+
+def test_finished_rows_are_left_out_of_the_model_calls():
+    # Row 0 has 2 slots, row 1 has 8; both get 4 steps, so row 0 is done after 2 of them.
+    model = Scripted()
+    hole = torch.tensor([[0, 0, -1, -1, -1, -1, -1, -1], [0] * 8])
+    state = Windows(ids=torch.where(hole >= 0, MASK, PAD), pos=torch.arange(8).expand(2, 8).clone(), hole=hole,
+                    masked=hole >= 0, logprob=torch.zeros(2, 8))
+    denoise(model, empty_ctx(2), state, Schedule(steps=4), row_steps=torch.tensor([2, 4]))
+    assert model.rows == [2, 2, 1, 1]
+    assert (state.ids[1] == torch.arange(3, 11)).all() and (state.ids[0, :2] == torch.tensor([3, 4])).all()
+
+
+def test_active_rows_give_the_same_states_as_all_rows():
+    from infill.sampler import ActiveRows
+
+    model = _tiny()
+    ctx_ids = torch.randint(3, 64, (3, 10), generator=torch.Generator().manual_seed(1))
+    cache = model.encode_context(ctx_ids, torch.zeros(3, 10, dtype=torch.long))
+    pos = torch.arange(10, 16).expand(3, 6).clone()
+    ids = torch.randint(3, 64, (3, 6), generator=torch.Generator().manual_seed(2))
+    valid = torch.ones(3, 6, dtype=torch.bool)
+    full = model.window_hidden(ids, pos, valid, model.bind_context(cache, torch.arange(3), torch.arange(10).expand(3, 10)))
+    rows = ActiveRows(model, model.bind_context(cache, torch.arange(3), torch.arange(10).expand(3, 10)), pos)
+    for active in ([True, False, True], [False, False, True], [True, True, True]):
+        out = rows.hidden(ids, valid, torch.tensor(active))
+        assert torch.allclose(out, full[torch.tensor(active)], atol=1e-5)
+
+
+class EndOnlyAtFirst:
+    """A constraint that lets one slot a step through: the first masked one."""
+
+    def admissible(self, state, proposal, candidates):
+        from infill.sampler import first_masked
+
+        return candidates & first_masked(state.hole, state.masked)
+
+    def remask(self, state):
+        return torch.zeros_like(state.masked)
+
+
+def test_a_held_back_row_commits_what_is_left_after_its_step_budget():
+    model = Scripted()
+    state, n = denoise(model, empty_ctx(1), fresh(W=8), Schedule(steps=4, overrun=0.25), constraint=EndOnlyAtFirst())
+    assert n == 5 and not state.masked.any()  # one slot a step for 4 steps, then the other 4 at once
+    state, n = denoise(Scripted(), empty_ctx(1), fresh(W=8), Schedule(steps=4, overrun=1.0), constraint=EndOnlyAtFirst())
+    assert n == 8

@@ -286,8 +286,9 @@ def summarize_phase(records: list[dict]) -> dict:
     return out
 
 
-def server_command(model_dir: Path | None, device: str, threads: int | None, log_file: Path | None) -> list[str]:
-    cmd = [sys.executable, "-m", "infill_lsp", "--device", device]
+def server_command(model_dir: Path | None, device: str, threads: int | None, log_file: Path | None,
+                   precision: str = "auto") -> list[str]:
+    cmd = [sys.executable, "-m", "infill_lsp", "--device", device, "--precision", precision]
     if model_dir is not None:
         cmd += ["--model", str(model_dir)]
     if threads:
@@ -417,7 +418,7 @@ def run_keystrokes(model_dir: Path | str | None = None, *, documents: int | Sequ
                    context_tokens: int = 1024, max_tokens: int = 32, warmup: int = 3, debounce_ms: int = 0,
                    interval_ms: float = 0.0, steps: int | None = None, threshold: float | None = None,
                    constrained: bool | None = None, device: str = "auto", threads: int | None = None,
-                   timeout_s: float = 60.0, seed: int = 0, out_dir: Path | str | None = None,
+                   precision: str = "auto", timeout_s: float = 60.0, seed: int = 0, out_dir: Path | str | None = None,
                    progress: bool = False) -> dict:
     """Run the benchmark against a fresh ``python -m infill_lsp``; the summary (also written to disk).
 
@@ -443,7 +444,7 @@ def run_keystrokes(model_dir: Path | str | None = None, *, documents: int | Sequ
     for key, value in (("steps", steps), ("threshold", threshold), ("constrained", constrained)):
         if value is not None:
             init_options[key] = value
-    cmd = server_command(resolved if model_dir is not None else None, device, threads, out / "server.log")
+    cmd = server_command(resolved if model_dir is not None else None, device, threads, out / "server.log", precision)
     console = Console(stderr=True)
 
     def tick(row: dict) -> None:
@@ -468,7 +469,7 @@ def run_keystrokes(model_dir: Path | str | None = None, *, documents: int | Sequ
         "settings": {"documents": phases, "keystrokes": keystrokes, "warmup": warmup,
                      "context_tokens": context_tokens, "max_tokens": max_tokens, "debounce_ms": debounce_ms,
                      "interval_ms": interval_ms, "steps": steps, "threshold": threshold, "constrained": constrained,
-                     "device": device, "threads": threads, "timeout_s": timeout_s, "seed": seed,
+                     "device": device, "threads": threads, "precision": precision, "timeout_s": timeout_s, "seed": seed,
                      "initialization_options": init_options, "server_command": cmd,
                      "trigger_kind": "Automatic", "change": "incremental, one keystroke per didChange"},
         "load": {"initialize_ms": session["initialize_ms"], "load_ms": session["load_ms"],
@@ -569,7 +570,7 @@ def main(args: argparse.Namespace) -> int:
         context_tokens=args.context_tokens, max_tokens=args.max_tokens, warmup=args.warmup,
         debounce_ms=args.debounce_ms, interval_ms=args.interval_ms, steps=args.steps, threshold=args.threshold,
         constrained=False if args.unconstrained else None, device=getattr(args, "device", None) or "auto",
-        threads=getattr(args, "threads", None), timeout_s=args.timeout, seed=args.seed, out_dir=args.out,
+        threads=getattr(args, "threads", None), precision=getattr(args, "precision", "auto"), timeout_s=args.timeout, seed=args.seed, out_dir=args.out,
         progress=not getattr(args, "quiet", False))
     print_summary(summary)
     return 0

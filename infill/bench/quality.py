@@ -312,6 +312,16 @@ def _git_commit() -> str | None:
     return head.stdout.strip() + ("-dirty" if dirty else "")
 
 
+def _cpu_native_bf16() -> bool | None:
+    try:
+        import torch
+
+        from infill.engine import fast_bf16
+    except ImportError:
+        return None
+    return fast_bf16(torch.device("cpu"))
+
+
 def machine_info() -> dict:
     try:
         torch_version = importlib.metadata.version("torch")
@@ -323,6 +333,7 @@ def machine_info() -> dict:
         "processor": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
         "torch": torch_version,
+        "cpu_native_bf16": _cpu_native_bf16(),  # what precision "auto" picks on a CPU
         "git_commit": _git_commit(),
     }
 
