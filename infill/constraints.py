@@ -58,6 +58,16 @@ class RequestCheck:
             self._valid[key] = self.doc.valid(fills)
         return self._valid[key]
 
+    def first_error(self, fills: list[bytes], hole: int) -> tuple[int, int] | None:
+        """None if ``fills`` are valid; else the span of the first new error, in bytes from the
+        start of hole ``hole``'s fill (negative: before it; past its length: after it)."""
+        errors, spans = self.doc.new_errors(fills)
+        self._valid[tuple(fills)] = not errors
+        if not errors:
+            return None
+        first = min(errors, key=lambda e: (e.start, e.end))
+        return first.start - spans[hole][0], first.end - spans[hole][0]
+
 
 def is_valid(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> bool | None:
     """Does ``text`` with ``fills`` in ``holes`` (str offsets) parse with no new error node?
@@ -212,12 +222,21 @@ class SyntaxConstraint:
 
     def judge(self, r: int, texts: list[str]) -> bool | None:
         """Is row r with final fill texts ``texts`` valid? None if the row is not checked."""
+        return self._ask(r, texts, lambda check, fills: check.valid(fills))
+
+    def error_at(self, r: int, texts: list[str], hole: int) -> tuple[int, int] | None:
+        """The span of the first new error of row r with fill texts ``texts``, in bytes from hole
+        ``hole``'s fill start (see RequestCheck.first_error); None if valid or not checked (judge
+        tells which, from its cache)."""
+        return self._ask(r, texts, lambda check, fills: check.first_error(fills, hole))
+
+    def _ask(self, r: int, texts: list[str], question):
         check = self.checks[r] if r < len(self.checks) else None
         if check is None or self._failed:
             return None
         t0 = time.perf_counter()
         try:
-            return check.valid([t.encode("utf-8", "surrogatepass") for t in texts])
+            return question(check, [t.encode("utf-8", "surrogatepass") for t in texts])
         except Exception:
             self._fail("judge")
             return None

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_DIR = Path(__file__).parent / "default_model"
 MAX_HOLE_TOKENS = 512
+MAX_CUTS = 12  # parses spent cutting an invalid fill back to a valid prefix, at most
 
 
 @dataclass(frozen=True)
@@ -465,18 +466,39 @@ class Engine:
         valid = syntax.judge(r, texts)
         if valid is False:
             for i, h in enumerate(request.holes):
-                toks = self.tokenizer.encode(texts[i])
-                cuts = [self.tokenizer.decode(toks[:k]) for k in range(len(toks) - 1, max(h.min_tokens, 1) - 1, -1)]
-                if texts[i].endswith("\n"):  # whole lines first: a fill that ended a line still does
-                    cuts = [c for c in cuts if c.endswith("\n")] + [c for c in cuts if not c.endswith("\n")]
-                for cut in cuts:
-                    shorter = texts[:i] + [cut] + texts[i + 1 :]
-                    if syntax.judge(r, shorter):
-                        texts, valid = shorter, True
-                        break
-                if valid:
+                cut = self._cut_back(syntax, r, texts, i, max(h.min_tokens, 1))
+                if cut is not None:
+                    texts, valid = texts[:i] + [cut] + texts[i + 1 :], True
                     break
         return [Fill(text=t, score=f.score, valid=valid) for t, f in zip(texts, fills)]
+
+    def _cut_back(self, syntax, r: int, texts: list[str], i: int, min_tokens: int) -> str | None:
+        """The longest token prefix (of at least ``min_tokens``) of fill i that makes row r valid,
+        found in at most MAX_CUTS parses; None if none was.
+
+        Longest first, whole lines before the rest when the fill ended a line (it still does).
+        A failed parse's first new error, where it lies wholly inside the cut, rules out every
+        longer prefix (they hold it too).
+        """
+        toks = self.tokenizer.encode(texts[i])
+        prefixes = [self.tokenizer.decode(toks[:k]) for k in range(len(toks) - 1, min_tokens - 1, -1)]
+        sizes = {c: len(c.encode("utf-8", "surrogatepass")) for c in prefixes}
+        whole_lines = texts[i].endswith("\n")
+        limit = len(texts[i].encode("utf-8", "surrogatepass"))  # what is left to try is shorter than this
+        for _ in range(MAX_CUTS):
+            left = [c for c in prefixes if sizes[c] < limit]
+            cut = next((c for c in left if c.endswith("\n")), None) if whole_lines else None
+            cut = cut if cut is not None else next(iter(left), None)
+            if cut is None:
+                return None
+            shorter = texts[:i] + [cut] + texts[i + 1 :]
+            error = syntax.error_at(r, shorter, i)
+            if error is None:
+                return cut if syntax.judge(r, shorter) else None  # judged already: no second parse
+            prefixes.remove(cut)
+            if 0 <= error[0] and error[1] < sizes[cut]:
+                limit = min(limit, error[1] + 1)
+        return None
 
     def decode_hole(self, ids: torch.Tensor, hole: torch.Tensor, h: int) -> str:
         """Text of hole h in one row so far: committed tokens up to the first pad, masks dropped."""

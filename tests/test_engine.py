@@ -167,6 +167,23 @@ def test_an_invalid_fill_is_cut_back_to_its_longest_valid_prefix(tiny_engine, mo
     assert r.fills[0].text == "xs" and r.fills[0].valid is True
 
 
+def test_cutting_back_skips_the_prefixes_that_hold_the_first_error(tiny_engine, monkeypatch):
+    from infill import constraints
+    from infill.engine import MAX_CUTS
+    from infill.protocol import Fill
+
+    text = "def main(xs):\n    y = \n    return xs\n"
+    long_fill = "xs + 1) + " + " + ".join(str(i) for i in range(20))  # the stray ')' is the first error
+    real, parses = tiny_engine.decode_row, []
+    monkeypatch.setattr(tiny_engine, "decode_row", lambda *a: ([Fill(text=long_fill, score=0.0)], *real(*a)[1:]))
+    real_first = constraints.RequestCheck.first_error
+    monkeypatch.setattr(constraints.RequestCheck, "first_error", lambda self, *a: parses.append(1) or real_first(self, *a))
+    req = FillRequest(text=text, holes=[Hole(22, 22, 48, min_tokens=1)], language="python", options=SamplingOptions(candidates=1))
+    r = tiny_engine.fill(req)
+    assert r.fills[0].text == "xs + 1" and r.fills[0].valid is True
+    assert len(tiny_engine.tokenizer.encode(long_fill)) > 3 * MAX_CUTS and len(parses) <= 3
+
+
 def test_a_fill_does_not_leave_an_empty_line_before_the_line_break_after_it():
     assert join_line_break("x = 1\n", "\n    return x\n") == "x = 1"
     assert join_line_break("x = 1\r\n", "\r\nreturn x") == "x = 1"
