@@ -42,6 +42,8 @@ def _history(t: dict) -> list[str]:
 def _command(cfg: dict, run_dir: str, init_from: str | None) -> str:
     budget = f"--max-minutes {cfg['max_minutes']:g}" if cfg.get("max_minutes") else f"--steps {cfg.get('steps')}"
     extra = "".join(f" --{k} {cfg[k]:g}" for k in ("lr", "seed") if cfg.get(k) is not None and cfg[k] != {"lr": 1e-3, "seed": 0}[k])
+    stride = (cfg.get("objective") or {}).get("context_stride", 1)
+    extra += f" --context-stride {stride}" if stride != 1 else ""
     init = f" --init-from {init_from}" if init_from else ""
     return f"`infill train --preset cpu{init} {budget}{extra} --run-dir {run_dir}`"
 

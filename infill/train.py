@@ -198,7 +198,7 @@ def init_weights(model: DiffusionLM, source: Path, device) -> dict:
     prior = data.get("training", {})
     return {"path": str(source), "name": data.get("name"),
             **{k: prior.get(k) for k in ("steps", "tokens_seen", "window_slots_seen", "train_seconds", "final_valid_loss", "init_from")},
-            "config": {k: prior.get("config", {}).get(k) for k in ("max_minutes", "steps", "lr", "seed", "batch_size")}}
+            "config": {k: prior.get("config", {}).get(k) for k in ("max_minutes", "steps", "lr", "seed", "batch_size", "objective")}}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -279,7 +279,7 @@ def train(cfg: TrainConfig) -> Path:
     valid_docs = Documents(corpus / "valid.jsonl", cfg.max_doc_chars)
     valid = [draw_batch(valid_docs, tok, cfg, random.Random(10_000 + i)) for i in range(cfg.eval_batches)]
     def step_fn(model, batch):
-        return diffusion_loss(model, batch, cfg.objective.context_weight)
+        return diffusion_loss(model, batch, cfg.objective.context_weight, cfg.objective.context_stride)
 
     bf16 = use_bf16(device, cfg.precision)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
@@ -397,6 +397,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto")
     p.add_argument("--max-minutes", type=float, help="training time budget: the learning rate decays and training ends by then")
     p.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto")
+    p.add_argument("--context-stride", type=int, default=1,
+                   help="count the context tokens' next-token loss at every n-th position (default 1: all)")
     p.add_argument("--init-from", type=Path, help="continue training an exported model (its weights; a fresh optimizer and schedule)")
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--ckpt-every", type=int, default=250)
@@ -404,7 +406,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(a: argparse.Namespace) -> TrainConfig:
     msizes, osizes, batch, steps = PRESETS[a.preset]
-    objective = replace(ObjectiveConfig(**osizes), **({"seq_len": a.seq_len} if a.seq_len else {}))
+    objective = replace(ObjectiveConfig(**osizes), context_stride=max(1, a.context_stride),
+                        **({"seq_len": a.seq_len} if a.seq_len else {}))
     return TrainConfig(
         run_dir=a.run_dir, corpus_dir=a.corpus, tokenizer=a.tokenizer, vocab_size=a.vocab_size,
         model=ModelConfig(**msizes), objective=objective, batch_size=a.batch_size or batch,

@@ -146,3 +146,30 @@ def test_init_from_continues_an_exported_model_and_records_its_history(tmp_path,
     with pytest.raises(ModelLoadError, match="another architecture"):
         train(replace(base, run_dir=tmp_path / "third", steps=1, init_from=first,
                       model=replace(base.model, d_model=64)))
+
+
+def test_context_stride_counts_every_nth_context_token(tok, monkeypatch):
+    from infill.model import DiffusionLM
+    from infill.objective import diffusion_loss, next_token_targets
+
+    text = "\n".join(f"value_{i} = compute({i}, {i + 1})" for i in range(60)) + "\n"
+    cfg = ObjectiveConfig(seq_len=128, max_window=32)
+    rng = random.Random(4)
+    batch = collate([r for r in (make_row(text, tok, cfg, rng) for _ in range(6)) if r], 128, tok.pad_id, tok.mask_id, rng)
+    torch.manual_seed(0)
+    model = DiffusionLM(ModelConfig(vocab_size=448, d_model=32, n_layers=1, n_heads=2, d_ff=64, max_context=128,
+                                    pad_id=tok.pad_id, mask_id=tok.mask_id, eos_id=tok.eos_id))
+    seen = []
+    real_ce = torch.nn.functional.cross_entropy
+
+    def counting_ce(logits, target, **kw):
+        seen.append(len(target))
+        return real_ce(logits, target, **kw)
+
+    monkeypatch.setattr(torch.nn.functional, "cross_entropy", counting_ce)
+    with torch.no_grad():
+        dense = diffusion_loss(model, batch, 1.0, 1)
+        sparse = diffusion_loss(model, batch, 1.0, 4)
+    n_ctx = int(next_token_targets(batch).sum())
+    assert seen[1] == n_ctx and abs(seen[3] - n_ctx / 4) <= batch.ids.shape[0]  # every 4th position of each row
+    assert torch.isfinite(sparse) and abs(float(sparse) - float(dense)) < 0.5 * float(dense)
