@@ -245,6 +245,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     _add_delegated(v, "infill.bench.validity", wanted=words[:2] == ["bench", "validity"], model_options=True)
     lsp_bench = bench_sub.add_parser("lsp", help="keystroke -> inline-completion latency through the real language server")
     _add_delegated(lsp_bench, "infill.bench.keystrokes", wanted=words[:2] == ["bench", "lsp"], model_options=True)
+    card = sub.add_parser("card", help="write a model's MODEL_CARD.md from its training facts and benchmark results")
+    _add_delegated(card, "infill.model_card", wanted=words[:1] == ["card"], model_options=False)
     refactor = sub.add_parser("refactor", help="batch edits over many files (holes, docstrings, annotate, bodies, query)")
     _add_delegated(refactor, "infill.refactor", wanted=words[:1] == ["refactor"], model_options=True)
     return parser

@@ -95,7 +95,8 @@ def render(model_dir: Path, manifest: dict, quality: list[dict] = (), notes: str
         f"mixed: {1 - cfg.get('objective', {}).get('p_plain', 0.2):.0%} infilling rows (a whole line, the rest of a line, a few lines,",
         "an indented block, a random span or nothing, in a window longer than the span, padded) with",
         f"{cfg.get('objective', {}).get('p_multi', 0.15):.0%} of them multi-hole, and plain-diffusion rows; plus the next-token loss of",
-        f"the causal context segments (weight {cfg.get('objective', {}).get('context_weight', 0)}).",
+        f"the causal context segments (weight {cfg.get('objective', {}).get('context_weight', 0)}"
+        + (f", at every {stride}th position" if (stride := cfg.get("objective", {}).get("context_stride", 1)) > 1 else "") + ").",
         f"Rows of {cfg.get('objective', {}).get('seq_len')} tokens, batch {cfg.get('batch_size')}, AdamW lr {cfg.get('lr')}",
         f"(warmup, constant, linear decay over the last {cfg.get('decay_fraction', 0.25):.0%}), precision {cfg.get('precision')}, torch {t.get('torch')}.",
         "",
@@ -148,3 +149,25 @@ def write(model_dir: Path, manifest_path: Path | None, quality_summaries: list[P
     path = Path(model_dir) / "MODEL_CARD.md"
     path.write_text(render(model_dir, manifest, quality, notes))
     return path
+
+
+# --- command line (wired by infill/cli.py as `infill card`) ----------------------------------------
+
+
+def add_arguments(p) -> None:
+    p.add_argument("model_dir", type=Path, metavar="MODEL_DIR", help="an exported model directory")
+    p.add_argument("--manifest", type=Path, help="the corpus manifest.json (packages, licenses)")
+    p.add_argument("--quality", type=Path, nargs="*", default=[], metavar="SUMMARY",
+                   help="`infill bench quality` summary.json files for the evaluation table")
+    p.add_argument("--notes", type=Path, help="a Markdown file appended after the evaluation")
+
+
+def main(args) -> int:
+    from .errors import InputError
+
+    for path in [args.model_dir / "config.json", args.manifest, *args.quality, args.notes]:
+        if path is not None and not Path(path).is_file():
+            raise InputError(f"{path}: no such file")
+    notes = args.notes.read_text(encoding="utf-8") if args.notes else ""
+    print(write(args.model_dir, args.manifest, args.quality, notes))
+    return 0

@@ -148,6 +148,25 @@ def test_init_from_continues_an_exported_model_and_records_its_history(tmp_path,
                       model=replace(base.model, d_model=64)))
 
 
+def test_infill_card_adds_benchmark_results_and_notes(tmp_path, corpus, tok, capsys):
+    from infill.cli import main
+
+    tok_path = tmp_path / "tok.json"
+    tok.save(tok_path)
+    model = train(TrainConfig(corpus_dir=corpus, tokenizer=tok_path, run_dir=tmp_path / "run", steps=2,
+                              **{**TINY, "objective": replace(TINY["objective"], context_stride=4)}))
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"benchmark": "single-line", "n_tasks": 4, "settings": {"max_tokens": 32, "limit": 4},
+                                   "metrics": {"pass@1": 0.25, "parse_rate": 0.75, "exact_match": 0.0}}))
+    notes = tmp_path / "notes.md"
+    notes.write_text("Trained for a test.\n")
+    assert main(["card", str(model), "--quality", str(summary), "--notes", str(notes)]) == 0
+    card = (model / "MODEL_CARD.md").read_text()
+    assert "| single-line | 4 | 25.0% | 75.0% |" in card and card.endswith("Trained for a test.\n")
+    assert "at every 4th position" in card and "--context-stride 4" in card
+    assert main(["card", str(tmp_path / "nowhere")]) == 2
+
+
 def test_context_stride_counts_every_nth_context_token(tok, monkeypatch):
     from infill.model import DiffusionLM
     from infill.objective import diffusion_loss, next_token_targets
