@@ -190,9 +190,9 @@ def join_line_break(fill: str, after: str) -> str:
     """Drop a fill's final line break where the text after the hole breaks the line itself.
 
     A hole on a line of its own ("    <FILL>" and then a line break) filled with "x = 1" and a
-    line break would leave an empty line behind.
+    line break would leave an empty line behind (and a blank fill, a line break alone, would add one).
     """
-    if fill.strip() and fill.endswith("\n") and after.startswith(("\n", "\r\n")):
+    if fill.endswith("\n") and after.startswith(("\n", "\r\n")):
         return fill[:-2] if fill.endswith("\r\n") else fill[:-1]
     return fill
 

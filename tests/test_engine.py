@@ -188,7 +188,8 @@ def test_a_fill_does_not_leave_an_empty_line_before_the_line_break_after_it():
     assert join_line_break("x = 1\n", "\n    return x\n") == "x = 1"
     assert join_line_break("x = 1\r\n", "\r\nreturn x") == "x = 1"
     assert join_line_break("x = 1\n", "    return x\n") == "x = 1\n"  # the text after goes on the next line
-    assert join_line_break("\n", "\n") == "\n"  # a fill that is only a line break stays one
+    assert join_line_break("\n", "\n") == ""  # a blank fill adds no empty line
+    assert join_line_break("\n", "x") == "\n"
     assert join_line_break("a\nb\n", "\n") == "a\nb"
 
 
