@@ -1,7 +1,7 @@
 // What the status bar item shows, from what the server says. Pure: no VS Code import.
 //
 // The server (infill_lsp/server.py) reports the loaded model in a window/logMessage
-// "infill: loaded <model> on <device>" and a failed load in a window/showMessage
+// "infill: loaded <model> on <device> (<precision>)" and a failed load in a window/showMessage
 // "infill: could not load the model: <reason>". If it also sends the notification
 // `infill/status` ({state, model, device, latencyMs, message}), that is used as well.
 
@@ -11,6 +11,8 @@ export interface StatusState {
     phase: Phase;
     model?: string;
     device?: string;
+    /** the weights' number format, e.g. bfloat16 */
+    precision?: string;
     /** the last completion's round trip as the editor saw it (ms) */
     latencyMs?: number;
     /** server-side fill time from infill/status, if sent (ms) */
@@ -19,13 +21,13 @@ export interface StatusState {
     message?: string;
 }
 
-const LOADED = /^(?:infill: )?loaded (.+) on (\S+)\s*$/;
+const LOADED = /^(?:infill: )?loaded (.+) on (\S+)(?: \(([\w.]+)\))?\s*$/;
 const LOAD_FAILED = /^(?:infill: )?could not load the model: ([\s\S]*)$/;
 
 /** The change a server message implies, or undefined if it says nothing about the status. */
 export function fromServerMessage(message: string): Partial<StatusState> | undefined {
     let m = LOADED.exec(message);
-    if (m) return { phase: "ready", model: m[1], device: m[2], message: undefined };
+    if (m) return { phase: "ready", model: m[1], device: m[2], precision: m[3], message: undefined };
     m = LOAD_FAILED.exec(message);
     if (m) return { phase: "error", message: `could not load the model: ${m[1]}` };
     return undefined;
@@ -60,6 +62,7 @@ export function render(s: StatusState, enabled: boolean): Rendered {
     const details: string[] = [];
     if (s.model) details.push(`model: ${s.model}`);
     if (s.device) details.push(`device: ${s.device}`);
+    if (s.precision) details.push(`precision: ${s.precision}`);
     if (s.latencyMs !== undefined) details.push(`last completion: ${formatLatency(s.latencyMs)}`);
     if (s.serverMs !== undefined) details.push(`last fill on the server: ${formatLatency(s.serverMs)}`);
     if (!enabled) details.push("completions are off (Infill: Toggle Completions)");

@@ -3,7 +3,10 @@ import { test } from "node:test";
 import { formatLatency, fromServerMessage, fromStatusNotification, render } from "../status";
 
 test("the server's load messages set the model and device", () => {
-    assert.deepEqual(fromServerMessage("infill: loaded tiny-test on cpu"), { phase: "ready", model: "tiny-test", device: "cpu", message: undefined });
+    assert.deepEqual(fromServerMessage("infill: loaded tiny-test on cpu"), { phase: "ready", model: "tiny-test", device: "cpu", precision: undefined, message: undefined });
+    assert.deepEqual(fromServerMessage("infill: loaded infill-diffusion-5.3M on cpu (bfloat16)"),
+        { phase: "ready", model: "infill-diffusion-5.3M", device: "cpu", precision: "bfloat16", message: undefined });
+    assert.match(render({ phase: "ready", model: "m", device: "cpu", precision: "bfloat16" }, true).tooltip, /precision: bfloat16/);
     assert.deepEqual(fromServerMessage("infill: could not load the model: no such directory"), { phase: "error", message: "could not load the model: no such directory" });
     assert.equal(fromServerMessage("infill: fill failed"), undefined);
 });
