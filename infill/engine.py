@@ -32,7 +32,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_DIR = Path(__file__).parent / "default_model"
 MAX_HOLE_TOKENS = 512
-MAX_CUTS = 12  # parses spent cutting an invalid fill back to a valid prefix, at most
+MAX_CUTS = 12  # parses spent cutting an invalid fill back to a valid prefix, longest first, at most
+CUTS_PER_PARSE = 4  # and one more per this many tokens of the fill (a long fill is worth more)
+SHORT_CUTS = 4  # then parses of its shortest prefixes
 
 
 @dataclass(frozen=True)
@@ -474,30 +476,38 @@ class Engine:
 
     def _cut_back(self, syntax, r: int, texts: list[str], i: int, min_tokens: int) -> str | None:
         """The longest token prefix (of at least ``min_tokens``) of fill i that makes row r valid,
-        found in at most MAX_CUTS parses; None if none was.
+        found in at most MAX_CUTS (plus one per CUTS_PER_PARSE tokens of the fill) + SHORT_CUTS
+        parses; None if none was.
 
         Longest first, whole lines before the rest when the fill ended a line (it still does).
         A failed parse's first new error, where it lies wholly inside the cut, rules out every
-        longer prefix (they hold it too).
+        longer prefix (they hold it too). If MAX_CUTS parses find nothing, the SHORT_CUTS shortest
+        prefixes are tried (a long broken fill often has only its first word or line to keep).
         """
         toks = self.tokenizer.encode(texts[i])
         prefixes = [self.tokenizer.decode(toks[:k]) for k in range(len(toks) - 1, min_tokens - 1, -1)]
         sizes = {c: len(c.encode("utf-8", "surrogatepass")) for c in prefixes}
         whole_lines = texts[i].endswith("\n")
         limit = len(texts[i].encode("utf-8", "surrogatepass"))  # what is left to try is shorter than this
-        for _ in range(MAX_CUTS):
+
+        def valid(cut: str) -> tuple[int, int] | None:
+            return syntax.error_at(r, texts[:i] + [cut] + texts[i + 1 :], i)
+
+        for _ in range(MAX_CUTS + len(toks) // CUTS_PER_PARSE):
             left = [c for c in prefixes if sizes[c] < limit]
             cut = next((c for c in left if c.endswith("\n")), None) if whole_lines else None
             cut = cut if cut is not None else next(iter(left), None)
             if cut is None:
                 return None
-            shorter = texts[:i] + [cut] + texts[i + 1 :]
-            error = syntax.error_at(r, shorter, i)
+            error = valid(cut)
             if error is None:
-                return cut if syntax.judge(r, shorter) else None  # judged already: no second parse
+                return cut if syntax.judge(r, texts[:i] + [cut] + texts[i + 1 :]) else None  # judged already
             prefixes.remove(cut)
             if 0 <= error[0] and error[1] < sizes[cut]:
                 limit = min(limit, error[1] + 1)
+        for cut in sorted((c for c in prefixes if sizes[c] < limit), key=sizes.get)[:SHORT_CUTS][::-1]:
+            if valid(cut) is None:
+                return cut if syntax.judge(r, texts[:i] + [cut] + texts[i + 1 :]) else None
         return None
 
     def decode_hole(self, ids: torch.Tensor, hole: torch.Tensor, h: int) -> str:
