@@ -7,7 +7,8 @@ ContextCache from them:
 
 * the same segment again (the suffix while typing, an unchanged file): reused as is;
 * a segment that extends a cached one (the prefix after typing at the cursor): only the new
-  tokens are run, attending to the cached ones (model.extend_segment);
+  tokens are run, attending to the cached ones (model.extend_segments, all such segments of a
+  batch together);
 * anything else: encoded from scratch, all such segments of a batch together.
 
 All three give the same numbers as encoding from scratch. It does not decide what the segments
@@ -80,6 +81,7 @@ class SegmentCache:
         flat = [tuple(seg) for segs in requests for seg in segs if seg]
         found: dict[tuple[int, ...], _Entry] = {}
         fresh: list[tuple[int, ...]] = []
+        grow: list[tuple[tuple[int, ...], tuple[int, ...], _Entry]] = []  # (segment, cached head, its entry)
         for seg in dict.fromkeys(flat):  # each distinct segment once
             hit = self._lookup(seg)
             if hit is None:
@@ -90,8 +92,11 @@ class SegmentCache:
                 self.stats.hits += 1
                 found[seg] = entry
             else:
-                new = torch.tensor([seg[len(key) :]], dtype=torch.long, device=device)
-                found[seg] = _Entry(*model.extend_segment(entry.keys, entry.values, new))
+                grow.append((seg, key, entry))
+        if grow:  # extend all cached heads together
+            grown = model.extend_segments([(e.keys, e.values) for _, _, e in grow], [list(s[len(k) :]) for s, k, _ in grow])
+            for (seg, key, _), (keys, values) in zip(grow, grown):
+                found[seg] = _Entry(keys, values)
                 self.stats.extended += 1
                 self.stats.tokens_computed += len(seg) - len(key)
         if fresh:  # encode all misses together, one segment per row

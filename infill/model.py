@@ -243,28 +243,51 @@ class DiffusionLM(nn.Module):
         return ContextCache(keys, values, valid)
 
     @torch.no_grad()
-    def extend_segment(self, keys: list[torch.Tensor], values: list[torch.Tensor], ids: torch.Tensor) -> tuple[list, list]:
-        """Append tokens ids [1, m] to one encoded segment (unrotated keys/values [1, H, n, D]).
+    def extend_segments(self, heads: list[tuple[list[torch.Tensor], list[torch.Tensor]]],
+                        ids: list[list[int]]) -> list[tuple[list[torch.Tensor], list[torch.Tensor]]]:
+        """Append tokens to encoded segments, all in one pass: ``heads[b]`` holds one segment's
+        unrotated keys and values (per layer [1, H, n_b, D]), ``ids[b]`` its m_b new tokens.
 
-        Exact: a segment is causal, so its first n tokens' states do not depend on what follows.
-        This is how typing at the cursor costs only the new prefix tokens.
+        Exact: a segment is causal, so its first n_b tokens' states do not depend on what follows;
+        each new token attends to its own segment's head and the new tokens before it. This is how
+        typing at the cursor costs only the new prefix tokens, for every document of a batch at once.
         """
-        n, m = keys[0].shape[2], ids.shape[1]
-        dev = ids.device
-        pos_all = torch.arange(n + m, device=dev)[None]
-        cos_q, sin_q = self._rope(pos_all[:, n:])
-        cos_k, sin_k = self._rope(pos_all)
-        mask = pos_all[0][None, :] <= pos_all[0][n:, None]  # [m, n + m]: causal
-        x = self.embed(ids)
-        out_k, out_v = [], []
-        for b, pk, pv in zip(self.blocks, keys, values):
-            q, k, v = b.qkv(x)
-            k, v = torch.cat([pk, k], dim=2), torch.cat([pv, v], dim=2)
-            out_k.append(k)
-            out_v.append(v)
-            att = F.scaled_dot_product_attention(apply_rope(q, cos_q, sin_q), apply_rope(k, cos_k, sin_k), v, attn_mask=mask)
-            x = b.finish(x, att)
-        return out_k, out_v
+        B, dev = len(ids), heads[0][0][0].device
+        n = torch.tensor([h[0][0].shape[2] for h in heads], device=dev)[:, None]  # [B, 1]
+        m = torch.tensor([len(x) for x in ids], device=dev)[:, None]
+        N, M = int(n.max()), int(m.max())
+        new = torch.full((B, M), self.cfg.pad_id, dtype=torch.long, device=dev)
+        for b, x in enumerate(ids):
+            new[b, : len(x)] = torch.tensor(x, dtype=torch.long, device=dev)
+        i, j = torch.arange(N, device=dev)[None], torch.arange(M, device=dev)[None]
+        q_pos = n + j  # [B, M]: the new tokens follow their own head
+        cos_q, sin_q = self._rope(q_pos)
+        cos_k, sin_k = self._rope(torch.cat([i.expand(B, N), q_pos], dim=1))
+        key_ok = torch.cat([i < n, j < m], dim=1)  # [B, N + M]: real keys of each row
+        causal = torch.cat([torch.ones(M, N, dtype=torch.bool, device=dev),
+                            torch.ones(M, M, dtype=torch.bool, device=dev).tril()], dim=1)
+        mask = (key_ok[:, None, :] & causal[None])[:, None]  # [B, 1, M, N + M]
+
+        def padded(per_row: list[torch.Tensor]) -> torch.Tensor:
+            out = per_row[0].new_zeros(B, per_row[0].shape[1], N, per_row[0].shape[3])
+            for b, t in enumerate(per_row):
+                out[b, :, : t.shape[2]] = t[0]
+            return out
+
+        x = self.embed(new)
+        out = [([], []) for _ in range(B)]
+        for layer, blk in enumerate(self.blocks):
+            q, k, v = blk.qkv(x)
+            past_k, past_v = padded([h[0][layer] for h in heads]), padded([h[1][layer] for h in heads])
+            keys, values = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
+            att = F.scaled_dot_product_attention(apply_rope(q, cos_q, sin_q), apply_rope(keys, cos_k, sin_k), values,
+                                                 attn_mask=mask)
+            x = blk.finish(x, att)
+            for b, (ks, vs) in enumerate(out):
+                mb = len(ids[b])
+                ks.append(torch.cat([heads[b][0][layer], k[b : b + 1, :, :mb]], dim=2))
+                vs.append(torch.cat([heads[b][1][layer], v[b : b + 1, :, :mb]], dim=2))
+        return out
 
     @torch.no_grad()
     def bind_context(self, cache: ContextCache, rows: torch.Tensor, pos: torch.Tensor) -> BoundContext:

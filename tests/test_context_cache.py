@@ -13,14 +13,20 @@ def _model():
     return DiffusionLM(ModelConfig(vocab_size=80, d_model=32, n_layers=2, n_heads=2, d_ff=64)).eval()
 
 
-def test_extended_segment_equals_fresh_encoding():
+def test_extended_segments_equal_fresh_encodings():
     model = _model()
-    tokens = torch.randint(3, 80, (1, 40), generator=torch.Generator().manual_seed(3))
-    fresh = model.encode_context(tokens, torch.zeros(1, 40, dtype=torch.long))
-    head = model.encode_context(tokens[:, :25], torch.zeros(1, 25, dtype=torch.long))
-    keys, values = model.extend_segment(head.keys, head.values, tokens[:, 25:])
-    for a, b in zip(keys + values, fresh.keys + fresh.values):
-        assert torch.allclose(a, b, atol=1e-5)
+    g = torch.Generator().manual_seed(3)
+    cases = [(25, 15), (30, 1), (8, 5)]  # (cached head, new tokens): different sizes in one batch
+    rows = [torch.randint(3, 80, (1, n + m), generator=g) for n, m in cases]
+    heads = []
+    for (n, _), t in zip(cases, rows):
+        head = model.encode_context(t[:, :n], torch.zeros(1, n, dtype=torch.long))
+        heads.append((head.keys, head.values))
+    grown = model.extend_segments(heads, [t[0, n:].tolist() for (n, _), t in zip(cases, rows)])
+    for (n, m), t, (keys, values) in zip(cases, rows, grown):
+        fresh = model.encode_context(t, torch.zeros(1, n + m, dtype=torch.long))
+        for a, b in zip(keys + values, fresh.keys + fresh.values):
+            assert a.shape == b.shape and torch.allclose(a, b, atol=1e-5)
 
 
 def test_cache_hits_extensions_and_misses_give_the_same_context():
