@@ -2,13 +2,17 @@
 
 Reads the model directory's config.json (architecture, sizes, training facts), the corpus
 manifest (packages, versions, licenses, splits) and, when given, `infill bench quality` summaries.
-It measures nothing itself: every figure in the card comes from those files.
+It measures nothing itself: every figure in the card comes from those files, and the loss plot
+from the runs' history.json files.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 
 def _row(*cells) -> str:
@@ -151,6 +155,57 @@ def write(model_dir: Path, manifest_path: Path | None, quality_summaries: list[P
     return path
 
 
+def run_chain(init_from: dict | None, history: list[dict], run_dir: Path) -> list[tuple[str, list[dict]]]:
+    """(run directory, loss history) of the runs a run continued (``--init-from``, as its training
+    facts record them) whose history.json is still on disk, oldest first, then its own."""
+    chain, source = [], init_from
+    while source:
+        path = Path(source.get("path") or "").parent / "history.json"
+        if path.is_file():
+            chain.append((str(path.parent), json.loads(path.read_text())))
+        source = source.get("init_from")
+    return chain[::-1] + [(str(run_dir), history)]
+
+
+def plot_losses(runs: list[tuple[str, list[dict]]], path: Path) -> None:
+    """Training and validation loss of one run or a chain of runs, against tokens seen."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log.warning("matplotlib is not installed: no loss plot")
+        return
+    fig, ax = plt.subplots(figsize=(7, 4))
+    offset = 0
+    for i, (name, history) in enumerate(runs):
+        if not history:
+            continue
+        x = [(offset + r["tokens"]) / 1e6 for r in history]
+        loss = [r["loss"] for r in history]
+        k = max(1, len(loss) // 100)
+        smooth = [sum(loss[max(0, j - k) : j + 1]) / len(loss[max(0, j - k) : j + 1]) for j in range(len(loss))]
+        last = i == len(runs) - 1
+        ax.plot(x, loss, alpha=0.2, color="tab:blue", label="train: diffusion + context next-token (per step)" if last else None)
+        ax.plot(x, smooth, color="tab:blue", label="train (smoothed)" if last else None)
+        v = [((offset + r["tokens"]) / 1e6, r["valid_loss"]) for r in history if "valid_loss" in r]
+        if v:
+            ax.plot(*zip(*v), "o-", ms=3, color="tab:orange", label="validation: diffusion loss (held-out packages)" if last else None)
+        if i:
+            ax.axvline(offset / 1e6, color="gray", lw=0.8, ls="--")
+            ax.text(offset / 1e6, 0.02, f" {Path(name).name}", transform=ax.get_xaxis_transform(), va="bottom", fontsize=8, color="gray")
+        offset += history[-1]["tokens"]
+    ax.set_xlabel("tokens seen (millions)" + (", runs continued from one another" if len(runs) > 1 else ""))
+    ax.set_ylabel("loss (nats)")
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 # --- command line (wired by infill/cli.py as `infill card`) ----------------------------------------
 
 
@@ -169,5 +224,10 @@ def main(args) -> int:
         if path is not None and not Path(path).is_file():
             raise InputError(f"{path}: no such file")
     notes = args.notes.read_text(encoding="utf-8") if args.notes else ""
+    history = args.model_dir.parent / "history.json"  # the run directory's, when the model is still in it
+    if history.is_file():
+        t = json.loads((args.model_dir / "config.json").read_text()).get("training", {})
+        plot_losses(run_chain(t.get("init_from"), json.loads(history.read_text()), args.model_dir.parent),
+                    args.model_dir / "loss.png")
     print(write(args.model_dir, args.manifest, args.quality, notes))
     return 0

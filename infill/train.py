@@ -344,39 +344,10 @@ def export(cfg: TrainConfig, model: DiffusionLM, tok: Tokenizer, state: dict, co
     save_model(model, out, extra=facts)
     tok.save(out / "tokenizer.json")
     (cfg.run_dir / "history.json").write_text(json.dumps(state["history"]))
-    plot_losses(state["history"], out / "loss.png")
+    model_card.plot_losses(model_card.run_chain(state.get("init_from"), state["history"], cfg.run_dir), out / "loss.png")
     model_card.write(out, manifest_path)
     log.info("exported %s", out)
     return out
-
-
-def plot_losses(history: list[dict], path: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        log.warning("matplotlib is not installed: no loss plot")
-        return
-    steps = [r["step"] for r in history]
-    loss = [r["loss"] for r in history]
-    k = max(1, len(loss) // 100)
-    smooth = [sum(loss[max(0, i - k) : i + 1]) / len(loss[max(0, i - k) : i + 1]) for i in range(len(loss))]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(steps, loss, alpha=0.25, color="tab:blue", label="train: diffusion + context next-token (per step)")
-    ax.plot(steps, smooth, color="tab:blue", label="train (smoothed)")
-    v = [(r["step"], r["valid_loss"]) for r in history if "valid_loss" in r]
-    if v:
-        ax.plot(*zip(*v), "o-", color="tab:orange", label="validation: diffusion loss (held-out packages)")
-    ax.set_xlabel("step")
-    ax.set_ylabel("loss (nats)")
-    ax.set_yscale("log")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -141,6 +141,11 @@ def test_init_from_continues_an_exported_model_and_records_its_history(tmp_path,
     facts = json.loads((second / "config.json").read_text())["training"]
     assert facts["steps"] == 2 and facts["init_from"]["steps"] == 3 and facts["init_from"]["path"] == str(first)
     assert "Continued from" in (second / "MODEL_CARD.md").read_text()
+    from infill.model_card import run_chain
+
+    chain = run_chain(facts["init_from"], [{"step": 1, "loss": 1.0, "tokens": 10}], second.parent)
+    assert [Path(name).name for name, _ in chain] == ["first", "second"] and len(chain[0][1]) == 3
+    assert (second / "loss.png").stat().st_size > 1000
     before, after = load_model(first).state_dict(), load_model(second).state_dict()
     assert any(not torch.equal(before[k], after[k]) for k in before)  # it trained on
     with pytest.raises(ModelLoadError, match="another architecture"):
