@@ -380,7 +380,7 @@ class Engine:
             req = prepared[rows[r]].request
             fills = [msgspec.structs.replace(f, text=join_line_break(f.text, req.text[h.end :])) for f, h in zip(fills, req.holes)]
             if syntax is not None and syntax.checks[r] is not None:
-                fills = self._finish_syntax(syntax, r, prepared[rows[r]].request, fills)
+                fills = self._finish_syntax(syntax, r, req, fills)
             # Syntax-valid candidates first, then ones with code in every hole (a blank fill is
             # no suggestion), then by score.
             key = (fills[0].valid is True, all(f.text.strip() for f in fills), score)
@@ -490,8 +490,11 @@ class Engine:
         whole_lines = texts[i].endswith("\n")
         limit = len(texts[i].encode("utf-8", "surrogatepass"))  # what is left to try is shorter than this
 
-        def valid(cut: str) -> tuple[int, int] | None:
-            return syntax.error_at(r, texts[:i] + [cut] + texts[i + 1 :], i)
+        def with_cut(cut: str) -> list[str]:
+            return texts[:i] + [cut] + texts[i + 1 :]
+
+        def accept(cut: str) -> str | None:  # error_at judged it already: judge reads its cache
+            return cut if syntax.judge(r, with_cut(cut)) else None
 
         for _ in range(MAX_CUTS + len(toks) // CUTS_PER_PARSE):
             left = [c for c in prefixes if sizes[c] < limit]
@@ -499,15 +502,15 @@ class Engine:
             cut = cut if cut is not None else next(iter(left), None)
             if cut is None:
                 return None
-            error = valid(cut)
+            error = syntax.error_at(r, with_cut(cut), i)
             if error is None:
-                return cut if syntax.judge(r, texts[:i] + [cut] + texts[i + 1 :]) else None  # judged already
+                return accept(cut)
             prefixes.remove(cut)
             if 0 <= error[0] and error[1] < sizes[cut]:
                 limit = min(limit, error[1] + 1)
         for cut in sorted((c for c in prefixes if sizes[c] < limit), key=sizes.get)[:SHORT_CUTS][::-1]:
-            if valid(cut) is None:
-                return cut if syntax.judge(r, texts[:i] + [cut] + texts[i + 1 :]) else None
+            if syntax.error_at(r, with_cut(cut), i) is None:
+                return accept(cut)
         return None
 
     def decode_hole(self, ids: torch.Tensor, hole: torch.Tensor, h: int) -> str:

@@ -158,12 +158,11 @@ def write(model_dir: Path, manifest_path: Path | None, quality_summaries: list[P
 def run_chain(init_from: dict | None, history: list[dict], run_dir: Path) -> list[tuple[str, list[dict]]]:
     """(run directory, loss history) of the runs a run continued (``--init-from``, as its training
     facts record them) whose history.json is still on disk, oldest first, then its own."""
-    chain, source = [], init_from
-    while source:
+    chain = []
+    for source in _runs({"init_from": init_from})[1:]:
         path = Path(source.get("path") or "").parent / "history.json"
         if path.is_file():
             chain.append((str(path.parent), json.loads(path.read_text())))
-        source = source.get("init_from")
     return chain[::-1] + [(str(run_dir), history)]
 
 

@@ -4,7 +4,8 @@ Stages, each skipped when its output already exists in the run directory:
   1. corpus     Python source of the installed packages (corpus.py) -> RUN/corpus/
   2. tokenizer  byte-level BPE on the train split (tokenizer.py)    -> RUN/tokenizer.json
   3. train      the diffusion objective (objective.py), AdamW with warmup-stable-decay;
-                bf16 + torch.compile on CUDA, fp32 on CPU; checkpoints every --ckpt-every
+                bf16 + torch.compile on CUDA, bf16 autocast on CPUs with native bf16 (else fp32);
+                checkpoints every --ckpt-every
                 steps in RUN/checkpoint/ (safetensors + JSON, no pickles), resumable
   4. export     RUN/model/: config.json (with training facts), model.safetensors,
                 tokenizer.json, and loss.png
@@ -69,7 +70,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"
     max_minutes: float | None = None  # training time budget: the schedule decays and stops by it
-    precision: str = "auto"  # auto | fp32 | bf16 (autocast; auto = bf16 on CUDA and on AMX CPUs)
+    precision: str = "auto"  # auto | fp32 | bf16 (autocast; auto = bf16 where it is native, as the engine picks)
     max_doc_chars: int = 20_000  # a file's sampling weight is its length, capped here
     init_from: Path | None = None  # start from this exported model's weights (fresh optimizer and schedule)
 
@@ -88,22 +89,6 @@ def lr_at(step: int, done: float, cfg: TrainConfig) -> float:
         return cfg.lr * (step + 1) / cfg.warmup
     frac = min(1.0, max(0.0, (done - (1 - cfg.decay_fraction)) / cfg.decay_fraction))
     return cfg.lr * (1 - frac * (1 - cfg.min_lr_ratio))
-
-
-def use_bf16(device: torch.device, precision: str) -> bool:
-    """bf16 autocast on CUDA, and on CPUs with bf16 matrix units (AMX) where it is ~2x faster."""
-    if precision != "auto":
-        return precision == "bf16"
-    if device.type == "cuda":
-        return True
-    return torch.backends.cpu.get_cpu_capability() == "AVX512" and _has_amx()
-
-
-def _has_amx() -> bool:
-    try:
-        return "amx_bf16" in Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
 
 
 # ----------------------------------------------------------------------------------------------
@@ -251,7 +236,7 @@ def _to(batch, device):
 
 def train(cfg: TrainConfig) -> Path:
     """Run every stage; return the exported model directory."""
-    from .engine import resolve_device
+    from .engine import resolve_device, resolve_dtype
 
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
     corpus = ensure_corpus(cfg)
@@ -281,7 +266,7 @@ def train(cfg: TrainConfig) -> Path:
     def step_fn(model, batch):
         return diffusion_loss(model, batch, cfg.objective.context_weight, cfg.objective.context_stride)
 
-    bf16 = use_bf16(device, cfg.precision)
+    bf16 = resolve_dtype(cfg.precision, device) == torch.bfloat16  # autocast where bf16 is native
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
     if device.type == "cuda":
         step_fn = torch.compile(step_fn)
