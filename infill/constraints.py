@@ -27,6 +27,7 @@ import torch
 
 from .languages import grammar as lookup_grammar
 from .protocol import FillRequest
+from .shape import Shape, before_opener
 from .steering import LexState, Lexer
 from .syntax import Document, hole_context, truncate_completion
 
@@ -38,31 +39,43 @@ _SYNTAX_CHARS = set("()[]{}\"'`")
 
 
 class RequestCheck:
-    """One request's parsed document and one steering lexer per hole (None: not steered)."""
+    """One request's parsed document and one steering lexer per hole (None: not steered).
 
-    def __init__(self, request: FillRequest):
+    ``shape``: what stand-in fills told of the last hole (infill/shape.py); its opener follows
+    that hole's fill in what the model reads and in the result, so fills are judged with it.
+    """
+
+    def __init__(self, request: FillRequest, shape: Shape = Shape()):
         g = lookup_grammar(request.language)
         if g is None:
             raise LookupError(request.language)
         self.grammar = g
         self.doc = Document(g, request.text, [(h.start, h.end) for h in request.holes])
+        self.tails = [b""] * (len(request.holes) - 1) + [shape.opener.encode()]
         self.lexers: list[Lexer | None] = []
         for i in range(len(request.holes)):
             ctx = hole_context(self.doc, i)
+            if i == len(request.holes) - 1:
+                ctx = before_opener(ctx, shape)
             self.lexers.append(None if ctx.in_text else Lexer(g.spec, ctx))
         self._valid: dict[tuple[bytes, ...], bool] = {}
+
+    def new_errors(self, fills: list[bytes]):
+        """The document's new errors with ``fills`` (and the opener after the last): see Document.new_errors."""
+        errors, spans = self.doc.new_errors([f + t for f, t in zip(fills, self.tails)])
+        self._valid[tuple(fills)] = not errors
+        return errors, spans
 
     def valid(self, fills: list[bytes]) -> bool:
         key = tuple(fills)
         if key not in self._valid:
-            self._valid[key] = self.doc.valid(fills)
+            self.new_errors(fills)
         return self._valid[key]
 
     def first_error(self, fills: list[bytes], hole: int) -> tuple[int, int] | None:
         """None if ``fills`` are valid; else the span of the first new error, in bytes from the
         start of hole ``hole``'s fill (negative: before it; past its length: after it)."""
-        errors, spans = self.doc.new_errors(fills)
-        self._valid[tuple(fills)] = not errors
+        errors, spans = self.new_errors(fills)
         if not errors:
             return None
         first = min(errors, key=lambda e: (e.start, e.end))
@@ -131,7 +144,7 @@ class SyntaxConstraint:
             return candidates
         t0 = time.perf_counter()
         try:
-            ids, masked, prop = state.ids.cpu(), state.masked.cpu(), proposal.cpu()
+            ids, masked, prop, asked = state.ids.cpu(), state.masked.cpu(), proposal.cpu(), candidates.cpu()
             refuse = torch.zeros_like(masked)
             for r, check in enumerate(self.checks):
                 if check is None:
@@ -142,7 +155,7 @@ class SyntaxConstraint:
                         continue
                     row_ids, row_masked = ids[r, slots].tolist(), masked[r, slots].tolist()
                     first = next((k for k, m in enumerate(row_masked) if m), None)
-                    if first is None or self.pad_id in row_ids[:first]:
+                    if first is None or not asked[r, slots[first]] or self.pad_id in row_ids[:first]:
                         continue
                     st = self._state(r, h, lexer, row_ids[:first])
                     tok = int(prop[r, slots[first]])
@@ -187,8 +200,7 @@ class SyntaxConstraint:
                 at += len(self.token_bytes(t))
             holes.append((slots, toks, offs))
             fills.append(b"".join(self.token_bytes(t) for t in toks))
-        errors, spans = check.doc.new_errors(fills)
-        check._valid[tuple(fills)] = not errors
+        errors, spans = check.new_errors(fills)
         flag: set[int] = set()
 
         def touches(s0: int, s1: int) -> list[int]:
@@ -248,18 +260,20 @@ class SyntaxConstraint:
         self._failed = True
 
 
-def for_chunk(requests: list[FillRequest], rows: list[int], hole: torch.Tensor, tokenizer, pad_id: int, mask_id: int) -> SyntaxConstraint | None:
-    """The constraint for an engine chunk: ``rows[r]`` is the request index of row r.
+def for_chunk(requests: list[FillRequest], rows: list[int], hole: torch.Tensor, tokenizer, pad_id: int, mask_id: int,
+              shapes: list[Shape] | None = None) -> SyntaxConstraint | None:
+    """The constraint for an engine chunk: ``rows[r]`` is the request index of row r;
+    ``shapes[i]`` is request i's (see RequestCheck).
 
     None when no request in the chunk is constrained and has a usable grammar.
     """
     t0 = time.perf_counter()
     checks: list[RequestCheck | None] = []
-    for req in requests:
+    for i, req in enumerate(requests):
         check = None
         if req.options.constrained and req.language:
             try:
-                check = RequestCheck(req)
+                check = RequestCheck(req, shapes[i] if shapes else Shape())
             except LookupError:
                 pass  # unknown language: languages.grammar logged it once
             except Exception:

@@ -26,6 +26,7 @@ from .errors import InfillError, ModelLoadError, RequestError
 from .model import DiffusionLM, load_model, read_config
 from .protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
 from .sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, denoise_steps
+from .shape import Shape, shape_of
 from .tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,8 @@ class _Prepared:
     windows: list[int] = field(default_factory=list)  # max slots per hole
     tokenize_ms: float = 0.0
     indents: list[str] = field(default_factory=list)  # indentation moved from the prefix into each hole
+    shape: Shape = field(default_factory=Shape)  # its hole's, as stand-in fills tell (an opener goes into the fill)
+    lead: list[int] = field(default_factory=list)  # tokens the last hole's fill starts with, committed before denoising
 
 
 def resolve_device(name: str) -> torch.device:
@@ -261,8 +264,10 @@ class Engine:
         validate(request)
         t0 = time.perf_counter()
         request, indents = line_start_holes(request)
+        form = shape_of(request)
         budget = self.budget()
         texts = segment_texts(request)
+        texts[-1] = form.opener + texts[-1]
         # Cut far-away text by characters first (at a line start) so a huge file costs nothing.
         # Cut points move in coarse steps, so that while the user types at the end of the
         # prefix its first tokens stay the same and its encoding can be reused (context_cache).
@@ -280,7 +285,15 @@ class Engine:
             keep[0] = (0, len(tokens[0]) - sticky_start(len(tokens[0]), keep[0][1], quantum=max(1, budget // 8)))
         segments = [trim(t, k) for t, k in zip(tokens, keep)]
         windows = [h.max_tokens for h in request.holes]
-        return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000, indents)
+        lead = self.indent_tokens(form.first_indents[0]) if form.first_indents and len(form.first_indents) == 1 else []
+        lead = lead if len(lead) < windows[-1] else []
+        return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000, indents, form, lead)
+
+    def indent_tokens(self, width: int) -> list[int]:
+        """The tokens that indent a line by ``width`` spaces before its first word, as running
+        text has them (the last space goes with the word: "   " + " for")."""
+        toks = self.tokenizer.encode(" " * width + "x")[:-1]
+        return toks if all(not self.tokenizer.decode([t]).strip(" ") for t in toks) else []
 
     # -- filling ----------------------------------------------------------------------------
 
@@ -340,7 +353,8 @@ class Engine:
         # Syntax constraint (steer, repair, judge) unless the caller brought its own.
         syntax = None
         if constraint is None:
-            syntax = syntax_constraints.for_chunk([p.request for p in prepared], rows, hole_t, self.tokenizer, cfg.pad_id, cfg.mask_id)
+            syntax = syntax_constraints.for_chunk([p.request for p in prepared], rows, hole_t, self.tokenizer, cfg.pad_id, cfg.mask_id,
+                                                  [p.shape for p in prepared])
         bound = self.model.bind_context(cache, rows_t, cpos_t.to(dev))
         valid = hole_t >= 0
         state = Windows(
@@ -351,6 +365,7 @@ class Engine:
             logprob=torch.zeros(hole_t.shape, device=dev),
             no_pad=lay.no_pad.to(dev),
         )
+        self.commit_leads(state, prepared, rows)
         # Requests in a chunk share their sampling options; each row keeps its request's steps.
         schedule = lay.schedules[0]
         row_steps = torch.tensor([lay.schedules[ri].steps for ri in rows], dtype=torch.long)
@@ -401,6 +416,8 @@ class Engine:
                 constrain_ms=syntax.seconds * 1000 if syntax is not None else 0.0,
             )
             fills = [msgspec.structs.replace(f, text=drop_indent(f.text, ind)) for f, ind in zip(fills, p.indents)]
+            if p.shape.opener:
+                fills[-1] = msgspec.structs.replace(fills[-1], text=fills[-1].text + p.shape.opener)
             results[indices[ri]] = FillResult(fills=fills, timings=timings, model=self.model_id)
 
     def layout(self, prepared: list[_Prepared], ctx_len: int) -> "_Layout":
@@ -409,6 +426,7 @@ class Engine:
         for ri, p in enumerate(prepared):
             for scale, seed in candidate_plan(p.request.options, self.config.candidates):
                 lengths = [max(1, math.ceil(w * scale)) for w in p.windows]
+                lengths[-1] = max(lengths[-1], len(p.lead) + 1)
                 cpos, wpos, whole, nopad, at = [], [], [], [], 0
                 for h, seg in enumerate(p.segments):
                     cpos.extend(range(at, at + len(seg)))
@@ -436,6 +454,15 @@ class Engine:
             lay.no_pad[r, : len(win_nopad[r])] = torch.tensor(win_nopad[r], dtype=torch.bool)
         return lay
 
+    def commit_leads(self, state: Windows, prepared: list[_Prepared], rows: list[int]) -> None:
+        """Commit each row's lead tokens (a known indentation) at the start of its last hole's window."""
+        for r, ri in enumerate(rows):
+            lead, last = prepared[ri].lead, len(prepared[ri].windows) - 1
+            if lead:
+                slots = (state.hole[r] == last).nonzero().flatten()[: len(lead)]
+                state.ids[r, slots] = torch.tensor(lead, dtype=state.ids.dtype, device=state.ids.device)
+                state.masked[r, slots] = False
+
     def decode_row(self, ids: torch.Tensor, logprob: torch.Tensor, hole: torch.Tensor, n_holes: int) -> tuple[list[Fill], float, int]:
         """One row's fills (each cut at its first pad), its mean log-probability, its token count."""
         pad = self.model.cfg.pad_id
@@ -461,7 +488,7 @@ class Engine:
         texts, check = [], syntax.checks[r]
         for i, (h, f) in enumerate(zip(request.holes, fills)):
             text = f.text
-            if not request.text[h.start : h.end].strip():  # an insertion (after a line's indentation, maybe)
+            if not request.text[h.start : h.end].strip() and not check.tails[i]:  # an insertion (after a line's indentation, maybe)
                 before, after = check.doc.region_text(i)
                 text = syntax_constraints.truncate_completion(check.grammar, before, text, after)
             texts.append(text)

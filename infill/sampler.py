@@ -41,6 +41,7 @@ class Schedule:
     pad_in_order: bool = True  # pad only at a hole's first masked slot (the end is decided last)
     overrun: float = 0.25  # a row held back (constraint, pad order) may take this share more steps,
     # then commits what is left at once: a batch never waits long for one slow row
+    alternatives: int = 8  # a token the constraint refuses is replaced by the next best it allows, tried this deep
 
 
 @dataclass
@@ -300,17 +301,23 @@ def denoise_steps(
         if schedule.policy == "left-to-right":  # the autoregressive-equivalent order
             score = torch.where(candidates, -state.pos.float(), float("-inf"))
         allowed = constraint.admissible(state, token, candidates) & candidates
-        refused = candidates & ~allowed & (token == cfg.pad_id)
-        if refused.any():  # the fill may not end here: propose its best continuation instead
+        refused = candidates & ~allowed
+        banned = None
+        for _ in range(schedule.alternatives):  # propose the best token the constraint allows instead
+            if not refused.any():
+                break
+            if banned is None:
+                banned = torch.zeros(logp_all.shape, dtype=torch.bool, device=logp_all.device)
             alt = refused[candidates]
-            alt_logits = logits[alt].float()
-            alt_logits[:, cfg.pad_id] = float("-inf")
-            alt_t, alt_lp, alt_c, alt_s = propose(torch.log_softmax(alt_logits, dim=-1), schedule,
+            banned[alt.nonzero().flatten(), token[refused]] = True
+            alt_t, alt_lp, alt_c, alt_s = propose(logp_all[alt].masked_fill(banned[alt], float("-inf")), schedule,
                                                   None if noise is None else noise[alt])
             token[refused], logp[refused], conf[refused], score[refused] = alt_t, alt_lp, alt_c, alt_s
-            if schedule.policy == "left-to-right":
-                score = torch.where(candidates, -state.pos.float(), float("-inf"))
-            allowed |= constraint.admissible(state, token, refused) & refused
+            ok = constraint.admissible(state, token, refused) & refused
+            allowed |= ok
+            refused &= ~ok
+        if schedule.policy == "left-to-right":
+            score = torch.where(candidates, -state.pos.float(), float("-inf"))
         if schedule.pad_in_order:  # a fill may end only where everything before it is decided
             allowed &= (token != cfg.pad_id) | first_masked(state.hole, state.masked)
         hurry = deadline is not None and time.monotonic() >= deadline

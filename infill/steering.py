@@ -10,9 +10,11 @@ A token is refused only when it makes an error that no later token can undo:
 - a closing bracket that closes a bracket the text after the hole still needs (``foo(a, |)``);
 - a newline inside a one-line string;
 - Python: a line indented where no block opens, deeper after no ':', or dedented to no level;
+  a first line at a width where no line parses (``HoleContext.first_indents``, infill/shape.py);
 - the end of the fill (pad) inside a string or block comment, or with its own brackets open;
 - Python: the end of the fill where the next line of the text after it would be indented
-  wrongly (a body left behind with no ':' to open it, a ':' with no body, a dedent to no level).
+  wrongly (a body left behind with no ':' to open it, a ':' with no body, a dedent to no level,
+  an ``else:`` or ``except:`` after a statement of its own level instead of a block).
 Anything it cannot be sure of, it lets through; a full parse judges the draft afterwards.
 It does not know tokens or tensors (infill/constraints.py maps those to text).
 """
@@ -42,6 +44,7 @@ class LexState:
     indent: int = 0
     last_sig: str = ""
     cont: bool = False  # Python: a backslash continues the line
+    started: bool = False  # Python: the fill's first logical line has begun
 
 
 class Lexer:
@@ -77,7 +80,7 @@ class Lexer:
         s = st.tail + text
         stack, popped, kind, delim, esc = list(st.stack), st.popped, st.kind, st.delim, st.escape
         levels = list(st.levels) if st.levels is not None else None
-        after_colon, at_start, indent, last_sig, cont = st.after_colon, st.at_line_start, st.indent, st.last_sig, st.cont
+        after_colon, at_start, indent, last_sig, cont, started = st.after_colon, st.at_line_start, st.indent, st.last_sig, st.cont, st.started
         ok, i, n, tail = True, 0, len(s), ""
         base = len(ctx.base)
         while i < n:
@@ -155,7 +158,9 @@ class Lexer:
                         while len(levels) > 1 and levels[-1] > indent:
                             levels.pop()
                         ok = ok and levels[-1] == indent
-                after_colon = False
+                    if not started and ctx.first_indents is not None:
+                        ok = ok and indent in ctx.first_indents
+                after_colon, started = False, True
             cont = c == "\\"
             last_sig = c
             if spec.char_literal == "rust" and c == "'":
@@ -181,7 +186,7 @@ class Lexer:
             i += 1
         new = LexState(
             tuple(stack), popped, kind, delim, esc, tail,
-            tuple(levels) if levels is not None else None, after_colon, at_start, indent, last_sig, cont,
+            tuple(levels) if levels is not None else None, after_colon, at_start, indent, last_sig, cont, started,
         )
         return new, ok
 
@@ -205,15 +210,21 @@ class Lexer:
         ctx = self.ctx
         if st.levels is None or st.stack or st.cont or len(ctx.base) > st.popped:
             return True
+        if ctx.colon_rest and (st.at_line_start or st.last_sig == ":"):
+            return False  # the ':' after the hole would start a line, or follow another
         if st.at_line_start:  # the fill ended a line: the text after it starts the next one
-            want, opened = ctx.seam_here, st.after_colon
+            want, clause, opened = ctx.seam_here, ctx.clause_here, st.after_colon
         elif ctx.next_char in ("", "\n", "\r"):  # the fill's last line ends where the hole does
-            want, opened = ctx.seam_next, st.last_sig == ":"
+            want, clause, opened = ctx.seam_next, ctx.clause_next, st.last_sig == ":"
+        elif ctx.colon_rest:  # the fill's last line is the head of a block header (``for x in y|:``)
+            want, clause, opened = ctx.seam_next, ctx.clause_next, True
         else:
             return True  # the text after the hole goes on with the fill's line
         if want is None:
             return True
         if opened:
-            return want > st.levels[-1]
+            return want > st.levels[-1] and not clause
+        if clause:  # ``else:`` and the like continue a statement whose block the fill must end in
+            return want < st.levels[-1] and want in st.levels
         return want <= st.levels[-1] and want in st.levels
 

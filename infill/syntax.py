@@ -177,6 +177,11 @@ class HoleContext:
     # if that text started a line (``seam_here``) and from its first line break on (``seam_next``).
     seam_here: int | None = None
     seam_next: int | None = None
+    # ... and whether that line continues a compound statement (elif, else, except, finally).
+    clause_here: bool = False
+    clause_next: bool = False
+    colon_rest: bool = False  # Python: the rest of the hole's line after it is a block's ':'
+    first_indents: tuple[int, ...] | None = None  # Python: the widths the fill's first line may have (infill/shape.py)
 
 
 def _brackets(g: Grammar, root, start: int, end: int | None) -> list:
@@ -258,17 +263,24 @@ def hole_context(doc: Document, i: int) -> HoleContext:
         stop = doc.spans[i + 1][0] if i + 1 < len(doc.spans) else len(data)
         if stop == len(data):  # the seam is only known when no other hole comes first
             nl = data.find(b"\n", e)
-            ctx.update(seam_here=_first_indent(data[e:]), seam_next=0 if nl < 0 else _first_indent(data[nl + 1 :]))
+            here, next_ = _first_line(data[e:]), (0, False) if nl < 0 else _first_line(data[nl + 1 :])
+            rest = data[e : len(data) if nl < 0 else nl].split(b"#")[0].strip()
+            ctx.update(seam_here=here[0], clause_here=here[1], seam_next=next_[0], clause_next=next_[1], colon_rest=rest == b":")
     return HoleContext(in_text=False, **ctx)
 
 
-def _first_indent(data: bytes) -> int:
-    """Python: the indentation of the first line of ``data`` that is neither blank nor a comment (0: none)."""
+_CLAUSES = (b"elif", b"else", b"except", b"finally")
+
+
+def _first_line(data: bytes) -> tuple[int, bool]:
+    """Python: the indentation of the first line of ``data`` that is neither blank nor a comment
+    (0: none), and whether it continues a compound statement (``elif``, ``else``, ...)."""
     for line in data.split(b"\n"):
         body = line.strip()
         if body and not body.startswith(b"#"):
-            return indent_width(line)
-    return 0
+            word = body.split(b":")[0].split()[0] if body.split(b":")[0].split() else b""
+            return indent_width(line), word in _CLAUSES
+    return 0, False
 
 
 def _python_levels(root, data: bytes, pos: int) -> dict:

@@ -94,10 +94,11 @@ def test_quick_run_writes_every_section_json_and_plots(tiny_engine, tmp_path):
     assert all(r["mean_context_tokens"] == r["context"] for r in grid)
     assert any("300 exceeds" in n for n in written["notes"])  # the tiny model was trained on 256
     steps = sorted(r["mean_steps"] for r in written["rows"] if r["section"] == "steps")
-    assert steps == [2, 4, 8, 16]
+    # A known indentation may be committed before the first step (engine.commit_leads): one slot fewer.
+    assert all(want - 1 <= got <= want for got, want in zip(steps, [2, 4, 8, 16])) and len(steps) == 4
     decoding = {r["label"]: r for r in written["rows"] if r["section"] == "decoding"}
     one = next(r for r in decoding.values() if r["schedule"] == "one-per-step")
-    assert one["mean_steps"] == 16 and one["speedup_latency"] == 1.0
+    assert 15 <= one["mean_steps"] <= 16 and one["speedup_latency"] == 1.0
     assert decoding["8/step"]["mean_steps"] == 2
     assert [r["constrained"] for r in written["rows"] if r["section"] == "constrained"] == [False, True]
     batch = [r for r in written["rows"] if r["section"] == "batch"]
@@ -105,7 +106,7 @@ def test_quick_run_writes_every_section_json_and_plots(tiny_engine, tmp_path):
     conc = [r for r in written["rows"] if r["section"] == "concurrency"]
     assert [r["threads"] for r in conc] == [1, 2] and all(r["call_p50_ms"] > 0 for r in conc)
     frontier = [r for r in written["rows"] if r["section"] == "frontier"]
-    assert [r["pass@1"] for r in frontier] == [0.25, 0.5] and [r["mean_steps"] for r in frontier] == [4, 16]
+    assert [r["pass@1"] for r in frontier] == [0.25, 0.5] and [r["mean_steps"] for r in frontier] in ([4, 16], [4, 15])
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(records) == 2 * len(written["rows"])
     for name in ("tokens_per_s_vs_window.png", "latency_vs_steps.png", "frontier.png", "quality_vs_steps.png"):

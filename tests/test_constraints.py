@@ -135,6 +135,13 @@ def test_steering_refuses_only_what_cannot_be_undone(language, doc, text, ok):
         ("def f(xs):\n    for x in xs:\n        t = |\n    return t\n", "g(", False),  # its own bracket open
         ("def f(xs):\n    if xs:\n        t = 1\n    |\n", "else:", False),  # nothing after: no body
         ("def f(xs):\n    if xs:\n        t = 1\n|  # note\n\n    return t\n", "    t = 2\n", True),
+        # an else: continues a statement whose block the fill must end in
+        ("def f(c):\n    if c:\n        x = 1\n|    else:\n        x = 2\n", "        y = 1\n", True),
+        ("def f(c):\n    if c:\n        x = 1\n|    else:\n        x = 2\n", "    y = 1\n", False),
+        ("def f(c):\n    if c:\n        x = 1\n|    except E:\n        x = 2\n", "    if d:\n", False),
+        # the rest of the line is a header's ':': the fill ends the header's head
+        ("def f(xs):\n    for x in |:\n        pass\n", "xs", True),
+        ("def f(xs):\n    for x in |:\n        pass\n", "xs:", False),
     ],
 )
 def test_python_fills_end_where_the_text_after_them_may_follow(doc, fill, ok):

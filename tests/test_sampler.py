@@ -303,3 +303,39 @@ def test_a_held_back_row_commits_what_is_left_after_its_step_budget():
     assert n == 5 and not state.masked.any()  # one slot a step for 4 steps, then the other 4 at once
     state, n = denoise(Scripted(), empty_ctx(1), fresh(W=8), Schedule(steps=4, overrun=1.0), constraint=EndOnlyAtFirst())
     assert n == 8
+
+
+class Refuses:
+    """A constraint that refuses some tokens everywhere."""
+
+    def __init__(self, tokens):
+        self.tokens = torch.tensor(sorted(tokens))
+
+    def admissible(self, state, proposal, candidates):
+        return candidates & ~torch.isin(proposal, self.tokens)
+
+    def remask(self, state):
+        return torch.zeros_like(state.masked)
+
+
+class Ranked:
+    """A stand-in model whose every slot ranks tokens 3, 4, 5, ... in that order."""
+
+    def __init__(self):
+        self.cfg = ModelConfig(vocab_size=V, d_model=8, n_layers=1, n_heads=1, d_ff=8)
+
+    def logits(self, h):
+        return h
+
+    def window_hidden(self, ids, pos, valid, ctx):
+        R, W = ids.shape
+        return torch.tensor([-float(abs(t - 3)) if t >= 3 else -20.0 for t in range(V)]).expand(R, W, V).clone()
+
+
+def test_a_refused_token_gets_the_best_allowed_one_instead():
+    state = fresh(W=4)
+    denoise(Ranked(), empty_ctx(1), state, Schedule(steps=4, pad_in_order=False), constraint=Refuses({3, 4}))
+    assert state.ids[0].tolist() == [5, 5, 5, 5]  # the third choice, the first two refused
+    state = fresh(W=4)
+    denoise(Ranked(), empty_ctx(1), state, Schedule(steps=4, pad_in_order=False, alternatives=1), constraint=Refuses({3, 4}))
+    assert 5 not in state.ids[0].tolist()  # not searched deep enough: held back, then forced

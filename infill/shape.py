@@ -1,0 +1,104 @@
+"""Python: whether a hole's fill must open a block, and the ':' that tells the model so.
+
+A hole on lines of its own whose following text is indented deeper than anything before it
+allows (a loop body whose header was cut out, an ``else`` branch's body) can only be filled by a
+block header. A model that has not seen a ':' there writes a statement; steering then refuses
+to end the fill, the fill runs on looking for a header, and no repair of committed tokens turns
+a statement into one. So the engine puts the ':' after such a hole in the text the model reads
+(:func:`opener`): the model writes the header's head (``for x in xs``) against the ':' and the
+body it opens, the syntax checks judge that head with the ':' after it (:func:`before_opener`
+for the steering lexer), and the ':' goes into the fill.
+
+Found by parsing stand-in fills (infill/syntax.py, ``Document``): when no simple statement
+(``pass``) at any indentation the text before the hole allows makes the document valid, but a
+block header (``if x:``) at one of them does, the fill must open a block. Only for one-hole
+requests in indentation-sensitive languages whose hole takes whole lines or ends its line, and
+only for constrained requests. It does not look at tokens or the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .languages import grammar as lookup_grammar
+from .protocol import FillRequest
+from .syntax import Document, HoleContext, hole_context
+from .textpos import indent_width
+
+STATEMENT, HEADER = "pass", "if x:"
+LOOKBACK_LINES = 40  # lines before the hole whose indentation widths are tried when the tree cannot tell
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a hole's fill must look like at its edges, as far as stand-in fills tell."""
+
+    opener: str = ""  # ':' or ':' and a line break to put after the hole; '' for none
+    first_indents: tuple[int, ...] | None = None  # where a line there parses; None: unknown
+    levels: tuple[int, ...] | None = None  # Python's indentation levels at the hole (read with a stand-in)
+
+
+def shape_of(request: FillRequest) -> Shape:
+    """The shape of the fill of a one-hole request whose hole starts a line and ends one (or
+    ends at a line start); ``Shape()`` for every other request, or when no stand-in parses."""
+    if len(request.holes) != 1 or not request.options.constrained:
+        return Shape()
+    g = lookup_grammar(request.language)
+    if g is None or not g.spec.indent:
+        return Shape()
+    h, text = request.holes[0], request.text
+    if text[text.rfind("\n", 0, h.start) + 1 : h.start] or not text[h.end :].strip():
+        return Shape()  # the hole does not start a line (the engine moves it past bare indentation), or nothing follows it
+    old = text[h.start : h.end]
+    if text[h.end :].startswith(("\n", "\r\n")):
+        end = ""
+    elif (not old and (h.start == 0 or text[h.start - 1] == "\n")) or old.endswith("\n"):
+        end = "\n"
+    else:
+        return Shape()
+    doc = Document(g, text, [(h.start, h.end)])
+    ctx = hole_context(doc, 0)
+    if ctx.in_text or ctx.base:
+        return Shape()
+    widths = _widths(text[: h.start], ctx)
+
+    def fitting(stand_in: str) -> tuple[int, ...]:
+        return tuple(k for k in widths if doc.valid([(" " * k + stand_in + end).encode()]))
+
+    statements = fitting(STATEMENT)
+    headers = () if statements else fitting(HEADER)
+    fits = statements or headers
+    if not fits:
+        return Shape()
+    levels = ctx.levels
+    if levels is None:  # the hole left empty breaks the tree around it: read the levels with a stand-in in it
+        stand_in = " " * fits[0] + (STATEMENT if statements else HEADER) + end
+        filled = text[: h.start] + stand_in + text[h.end :]
+        levels = hole_context(Document(g, filled, [(h.start, h.start)]), 0).levels
+    return Shape(opener=":" + end if headers else "", first_indents=fits, levels=levels)
+
+
+def _widths(prefix: str, ctx: HoleContext) -> list[int]:
+    """Indentation widths a fill's first line may have, innermost first: the levels open at the
+    hole (or, where the tree cannot tell, those of the lines before it), and one deeper after a ':'."""
+    if ctx.levels is not None:
+        widths = set(ctx.levels)
+    else:
+        lines = [ln for ln in prefix.split("\n")[-LOOKBACK_LINES:] if ln.strip() and "\t" not in ln[: len(ln) - len(ln.lstrip())]]
+        widths = {indent_width(ln) for ln in lines} | {0}
+    if ctx.after_colon:
+        ordered = sorted(widths)
+        unit = min((b - a for a, b in zip(ordered, ordered[1:])), default=4)
+        widths.add(ordered[-1] + unit)
+    return sorted(widths, reverse=True)
+
+
+def before_opener(ctx: HoleContext, shape: Shape) -> HoleContext:
+    """The steering context of a hole, read from the original text, with what its shape adds:
+    the opener after it, the first line's widths, the levels the tree could not tell."""
+    ctx = replace(ctx, first_indents=shape.first_indents, levels=ctx.levels if ctx.levels is not None else shape.levels)
+    if not shape.opener:
+        return ctx
+    if shape.opener.endswith("\n"):  # the text after the hole now starts on the line after the ':'
+        return replace(ctx, next_char=":", colon_rest=True, seam_next=ctx.seam_here, clause_next=ctx.clause_here)
+    return replace(ctx, next_char=":", colon_rest=True)

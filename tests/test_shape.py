@@ -1,0 +1,93 @@
+"""Stand-in fills tell a Python hole's shape: a block opener after it, its first line's widths."""
+
+import pytest
+
+from infill.protocol import FillRequest, Hole, SamplingOptions
+from infill.shape import Shape, before_opener, shape_of
+from infill.steering import Lexer
+from infill.languages import grammar
+from infill.syntax import Document, hole_context
+
+
+def request(doc: str, language: str = "python", constrained: bool = True) -> FillRequest:
+    i = doc.index("|")
+    return FillRequest(text=doc[:i] + doc[i + 1 :], holes=[Hole(i, i, 16)], language=language,
+                       options=SamplingOptions(constrained=constrained))
+
+
+@pytest.mark.parametrize(
+    "doc, opener, first",
+    [
+        # a body with its header cut out: the fill must open a block, at the level before it
+        ("def f(xs):\n    t = 0\n|        t += x\n    return t\n", ":\n", (4,)),
+        ("def f(xs):\n    t = 0\n|\n        t += x\n    return t\n", ":", (4,)),  # the hole ends its line
+        # after a header, deeper than it; a body line of its own level continues
+        ("def f(xs):\n    for x in xs:\n|            t += x\n", ":\n", (8,)),
+        ("def f(xs):\n    t = 0\n|    return t\n", "", (4,)),
+        # an elif chain: only the branch's level keeps it whole
+        ("def f(c):\n    if c:\n        x = 1\n|    elif d:\n        x = 2\n", "", (8,)),
+    ],
+)
+def test_stand_in_fills_tell_the_opener_and_the_first_lines_widths(doc, opener, first):
+    shape = shape_of(request(doc))
+    assert shape.opener == opener
+    assert shape.first_indents == first
+    assert shape.levels is not None
+
+
+def test_levels_are_read_with_a_stand_in_where_the_empty_hole_breaks_the_tree():
+    doc = ("def f(xs):\n    r = []\n    for i in xs:\n|            r.append(i)\n        elif i:\n            r.pop()\n"
+           "        else:\n            r.pop()\n    return r\n")
+    req = request(doc)
+    g = grammar("python")
+    assert hole_context(Document(g, req.text, [(req.holes[0].start, req.holes[0].end)]), 0).levels is None
+    shape = shape_of(req)
+    assert shape == Shape(opener=":\n", first_indents=(8,), levels=(0, 4))
+
+
+@pytest.mark.parametrize(
+    "doc, language, constrained",
+    [
+        ("def f(xs):\n    t = |\n        t += x\n", "python", True),  # mid-line
+        ("def f(xs):\n    t = 0\n|        t += x\n", "python", False),  # unconstrained
+        ("function f() {\n|\n}\n", "javascript", True),  # no offside rule
+        ("def f(xs):\n    t = 0\n|", "python", True),  # nothing after the hole
+    ],
+)
+def test_no_shape_where_stand_ins_cannot_tell(doc, language, constrained):
+    assert shape_of(request(doc, language, constrained)) == Shape()
+
+
+def test_the_steering_lexer_reads_the_opener_and_the_first_lines_widths():
+    req = request("def f(xs):\n    t = 0\n|        t += x\n    return t\n")
+    shape = shape_of(req)
+    g = grammar("python")
+    ctx = before_opener(hole_context(Document(g, req.text, [(req.holes[0].start, req.holes[0].end)]), 0), shape)
+    lx = Lexer(g.spec, ctx)
+    assert not lx.accepts(lx.start, "        for x in xs")  # the first line at a width where no line parses
+    st, ok = lx.feed(lx.start, "    for x in xs")
+    assert ok and lx.can_end(st)  # the ':' follows, then the body
+    st, ok = lx.feed(lx.start, "    for x in xs:")
+    assert ok and not lx.can_end(st)  # a second ':'
+    st, ok = lx.feed(lx.start, "    for x in xs\n")
+    assert ok and not lx.can_end(st)  # the ':' would start a line
+
+
+def test_the_engine_reads_the_opener_after_the_hole_and_puts_it_into_the_fill(tiny_engine, monkeypatch):
+    seen = []
+    real = tiny_engine.tokenizer.encode_batch
+    monkeypatch.setattr(tiny_engine.tokenizer, "encode_batch", lambda texts: seen.append(texts) or real(texts))
+    req = request("def f(xs):\n    t = 0\n|        t += x\n    return t\n")
+    res = tiny_engine.fill(req)
+    assert seen[-1][1].startswith(":\n        t += x")  # the model reads the ':' after the hole
+    assert res.fills[0].text.endswith(":\n")  # and the fill brings it
+    assert res.fills[0].text.startswith("    ") and not res.fills[0].text.startswith("     ")
+    prepared = tiny_engine.prepare(req)
+    assert prepared.lead == tiny_engine.indent_tokens(4) != []  # the known indentation, committed up front
+    assert tiny_engine.tokenizer.decode(prepared.lead) in ("   ", "    ")  # the last space may go with the word
+
+
+def test_no_opener_for_unconstrained_fills(tiny_engine):
+    prepared = tiny_engine.prepare(request("def f(xs):\n    t = 0\n|        t += x\n", constrained=False))
+    assert prepared.shape == Shape() and prepared.lead == []
+    assert tiny_engine.tokenizer.decode(prepared.segments[1]).startswith("        t += x")
