@@ -50,7 +50,7 @@ class RequestCheck:
         if g is None:
             raise LookupError(request.language)
         self.grammar = g
-        self.doc = Document(g, request.text, [(h.start, h.end) for h in request.holes])
+        self.doc = shape.doc or Document(g, request.text, [(h.start, h.end) for h in request.holes])
         self.tails = [b""] * (len(request.holes) - 1) + [shape.opener.encode()]
         self.lexers: list[Lexer | None] = []
         for i in range(len(request.holes)):

@@ -298,8 +298,6 @@ def denoise_steps(
         logp = scatter(logp_m, candidates, 0.0)
         conf = scatter(conf_m, candidates, 0.0)
         score = scatter(score_m, candidates, float("-inf"))
-        if schedule.policy == "left-to-right":  # the autoregressive-equivalent order
-            score = torch.where(candidates, -state.pos.float(), float("-inf"))
         allowed = constraint.admissible(state, token, candidates) & candidates
         refused = candidates & ~allowed
         banned = None
@@ -316,7 +314,7 @@ def denoise_steps(
             ok = constraint.admissible(state, token, refused) & refused
             allowed |= ok
             refused &= ~ok
-        if schedule.policy == "left-to-right":
+        if schedule.policy == "left-to-right":  # the autoregressive-equivalent order
             score = torch.where(candidates, -state.pos.float(), float("-inf"))
         if schedule.pad_in_order:  # a fill may end only where everything before it is decided
             allowed &= (token != cfg.pad_id) | first_masked(state.hole, state.masked)

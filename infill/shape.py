@@ -5,7 +5,7 @@ allows (a loop body whose header was cut out, an ``else`` branch's body) can onl
 block header. A model that has not seen a ':' there writes a statement; steering then refuses
 to end the fill, the fill runs on looking for a header, and no repair of committed tokens turns
 a statement into one. So the engine puts the ':' after such a hole in the text the model reads
-(:func:`opener`): the model writes the header's head (``for x in xs``) against the ':' and the
+(:func:`shape_of`): the model writes the header's head (``for x in xs``) against the ':' and the
 body it opens, the syntax checks judge that head with the ':' after it (:func:`before_opener`
 for the steering lexer), and the ':' goes into the fill.
 
@@ -18,7 +18,7 @@ only for constrained requests. It does not look at tokens or the model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from .languages import grammar as lookup_grammar
 from .protocol import FillRequest
@@ -36,6 +36,8 @@ class Shape:
     opener: str = ""  # ':' or ':' and a line break to put after the hole; '' for none
     first_indents: tuple[int, ...] | None = None  # where a line there parses; None: unknown
     levels: tuple[int, ...] | None = None  # Python's indentation levels at the hole (read with a stand-in)
+    # The request's parsed document, for the syntax checks to reuse (not part of the shape).
+    doc: Document | None = field(default=None, compare=False, repr=False)
 
 
 def shape_of(request: FillRequest) -> Shape:
@@ -75,7 +77,7 @@ def shape_of(request: FillRequest) -> Shape:
         stand_in = " " * fits[0] + (STATEMENT if statements else HEADER) + end
         filled = text[: h.start] + stand_in + text[h.end :]
         levels = hole_context(Document(g, filled, [(h.start, h.start)]), 0).levels
-    return Shape(opener=":" + end if headers else "", first_indents=fits, levels=levels)
+    return Shape(opener=":" + end if headers else "", first_indents=fits, levels=levels, doc=doc)
 
 
 def _widths(prefix: str, ctx: HoleContext) -> list[int]:

@@ -278,7 +278,7 @@ def _first_line(data: bytes) -> tuple[int, bool]:
     for line in data.split(b"\n"):
         body = line.strip()
         if body and not body.startswith(b"#"):
-            word = body.split(b":")[0].split()[0] if body.split(b":")[0].split() else b""
+            word = (body.replace(b":", b" ").split() or [b""])[0]
             return indent_width(line), word in _CLAUSES
     return 0, False
 
