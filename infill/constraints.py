@@ -3,9 +3,11 @@
 :class:`SyntaxConstraint` implements the sampler's ``Constraint`` protocol for one engine chunk
 (rows = candidates of requests; each row's window slots belong to that request's holes):
 
-- ``admissible``: for the first masked slot of each hole, the steering lexer
-  (infill/steering.py) refuses a proposed token that breaks bracket, quote or indentation rules
-  given the hole's left context and the tokens committed before it;
+- ``admissible``: for the first ``LOOKAHEAD`` masked slots of each hole, the steering lexer
+  (infill/steering.py) refuses a proposed token that breaks bracket, quote, indentation or (for
+  Python) line rules given the hole's left context, the tokens committed before it and the
+  tokens proposed for the masked slots between (the draft a left-to-right order commits); the
+  end of the fill (a pad, or the window's last slot) must be a place where the fill may end;
 - ``remask``: after a full draft, each row's fills are parsed with the top-level statements
   around them (infill/syntax.py; Python's are compiled too, infill/pycompile.py); the slots whose
   token bytes overlap a newly introduced ERROR or MISSING node or SyntaxError are sent back to
@@ -36,6 +38,7 @@ log = logging.getLogger(__name__)
 __all__ = ["RequestCheck", "SyntaxConstraint", "for_chunk", "is_valid", "truncate_completion"]
 
 _SYNTAX_CHARS = set("()[]{}\"'`")
+LOOKAHEAD = 4  # masked slots of a hole whose proposals steering judges, left to right
 
 
 class RequestCheck:
@@ -144,8 +147,8 @@ class SyntaxConstraint:
             return candidates
         t0 = time.perf_counter()
         try:
-            ids, masked, prop, asked = state.ids.cpu(), state.masked.cpu(), proposal.cpu(), candidates.cpu()
-            refuse = torch.zeros_like(masked)
+            ids, masked, prop, asked = (t.tolist() for t in (state.ids, state.masked, proposal, candidates))
+            refuse = torch.zeros(state.masked.shape, dtype=torch.bool)
             for r, check in enumerate(self.checks):
                 if check is None:
                     continue
@@ -153,15 +156,29 @@ class SyntaxConstraint:
                     lexer = check.lexers[h] if h < len(check.lexers) else None
                     if lexer is None or not slots:
                         continue
-                    row_ids, row_masked = ids[r, slots].tolist(), masked[r, slots].tolist()
+                    row_ids, row_masked, row_prop, row_asked = ([row[k] for k in slots] for row in (ids[r], masked[r], prop[r], asked[r]))
                     first = next((k for k, m in enumerate(row_masked) if m), None)
-                    if first is None or not asked[r, slots[first]] or self.pad_id in row_ids[:first]:
+                    if first is None or self.pad_id in row_ids[:first]:
                         continue
                     st = self._state(r, h, lexer, row_ids[:first])
-                    tok = int(prop[r, slots[first]])
-                    ok = lexer.can_end(st) if tok == self.pad_id else lexer.accepts(st, self._text([tok]))
-                    if not ok:
-                        refuse[r, slots[first]] = True
+                    seen = 0
+                    for k in range(first, len(slots)):  # the draft: committed tokens and proposals
+                        tok = row_prop[k] if row_masked[k] else row_ids[k]
+                        if row_masked[k] and row_asked[k]:
+                            if tok == self.pad_id:
+                                ok = lexer.can_end(st)
+                            elif k < len(slots) - 1:
+                                ok = lexer.accepts(st, self._text([tok]))
+                            else:  # the window's last slot: the fill ends with it
+                                after, ok = lexer.feed(st, self._text([tok]), final=True)
+                                ok = ok and lexer.can_end(after)
+                            if not ok:
+                                refuse[r, slots[k]] = True
+                                break
+                        seen += row_masked[k]
+                        if tok == self.pad_id or seen == LOOKAHEAD:
+                            break
+                        st = lexer.feed(st, self._text([tok]))[0]
             return candidates & ~refuse.to(candidates.device)
         except Exception:  # never break a fill
             self._fail("admissible")

@@ -11,11 +11,19 @@ fails to compile somewhere away from the holes cannot tell new errors from old, 
 check is off for that document. An error at a hole (a deleted line that left an indented body
 behind, say) is the fill's business. ``compile`` never executes code; its warnings are silenced.
 
+:func:`line_broken` is the same judge for one logical line while it is being written, for the
+steering lexer (infill/steering.py): a line the model is writing token by token is cut off
+anywhere, so only an error that no text after it can undo counts.
+
 Not here: tree-sitter parsing (infill/syntax.py), steering, or which slots to remask.
 """
 
 from __future__ import annotations
 
+import ast
+import codeop
+import functools
+import re
 import warnings
 from dataclasses import dataclass
 
@@ -89,3 +97,64 @@ class StrictCheck:
     def error(self, filled: bytes) -> CompileError | None:
         """The first compile error of the filled region, if any (None also when not enabled)."""
         return first_error(filled) if self.enabled else None
+
+
+# An ended line in the REPL's mode: a block header reads as "incomplete input". A cut-off line is
+# parsed as it is: the parser then finds an error before an open bracket that the REPL's mode hides.
+_ENDED_FLAGS = codeop.PyCF_ALLOW_INCOMPLETE_INPUT | codeop.PyCF_DONT_IMPLY_DEDENT | ast.PyCF_ONLY_AST
+# A clause that continues a compound statement, judged after a statement it can continue.
+_CLAUSE_CONTEXT = {"elif": "if 1:\n pass\n", "else": "if 1:\n pass\n", "except": "try:\n pass\n",
+                   "finally": "try:\n pass\n", "case": "match x:\n "}
+_HEAD = re.compile(r"[^\W\d]\w*")
+_WORD_END = re.compile(r"\w*$")
+_OPERATOR_END = re.compile(r"[-+*/%@&|^~<>=!:.]*$")
+_OPERATOR_GROWTH = ("=", ">", "*", "/", "<", ".", "..")  # what turns a half-written operator into a whole one
+
+
+@functools.lru_cache(maxsize=16384)
+def line_broken(line: str, ended: bool) -> bool:
+    """Is a Python logical line certainly wrong, whatever comes after it?
+
+    ``line`` runs from the line's first significant character (continuation lines included).
+    ``ended``: its line break has come, so it must be a whole simple statement or a block
+    header (``if x:``, ``else:``, ``@decorator``). Otherwise the text is cut off anywhere, and
+    only an error CPython places before the word the text ends in counts, and not one that
+    cut-off text draws (an open bracket or string, "expected ':'", a number or name half
+    written). Unsure means not broken.
+    """
+    if not line.strip():
+        return False
+    head = _HEAD.match(line)
+    contexts = ["", _CLAUSE_CONTEXT.get(head.group(0) if head else "", "")]
+    return all(_line_error(before, line, ended) for before in dict.fromkeys(contexts))
+
+
+def _line_error(before: str, line: str, ended: bool, grow: bool = True) -> bool:
+    src = before + line + ("\n" if ended else "")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(src, "<line>", "exec", _ENDED_FLAGS if ended else ast.PyCF_ONLY_AST, dont_inherit=True)
+        return False
+    except SyntaxError as e:
+        msg = e.msg or ""
+        if msg == "incomplete input" or "was never closed" in msg:
+            return False
+        if ended:
+            return True
+        if msg.startswith(("expected", "unterminated")) or not e.lineno or not e.offset:
+            return False
+        rows = src.split("\n")
+        at = sum(len(r) + 1 for r in rows[: e.lineno - 1]) + e.offset - 1 - len(before)
+        text = line.rstrip()
+        if len(text) < len(line):  # the last word is whole
+            return 0 <= at < len(text)
+        if at < 0 or at >= _WORD_END.search(text).start():
+            return False  # at the last word, which may yet grow (``i`` into ``if``)
+        if not grow or not _OPERATOR_END.search(text).group(0):
+            return True
+        # A half-written operator (``=`` of ``==``, ``.`` of ``...``) may draw an error before it: one
+        # that a longer operator does not have is not certain.
+        return all(_line_error(before, line + c, False, grow=False) for c in _OPERATOR_GROWTH)
+    except (ValueError, RecursionError, MemoryError, OverflowError):
+        return False

@@ -11,8 +11,9 @@ for the steering lexer), and the ':' goes into the fill.
 
 Found by parsing stand-in fills (infill/syntax.py, ``Document``): when no simple statement
 (``pass``) at any indentation the text before the hole allows makes the document valid, but a
-block header (``if x:``) at one of them does, the fill must open a block. Only for one-hole
-requests in indentation-sensitive languages whose hole takes whole lines or ends its line, and
+block header (``if x:``, ``def f():``, ...) at one of them does, the fill must open a block. The
+fill's first line may start at any width where either parses. Only for one-hole requests in
+indentation-sensitive languages whose hole takes whole lines or ends its line, and
 only for constrained requests. It does not look at tokens or the model.
 """
 
@@ -25,7 +26,9 @@ from .protocol import FillRequest
 from .syntax import Document, HoleContext, hole_context
 from .textpos import indent_width
 
-STATEMENT, HEADER = "pass", "if x:"
+STATEMENT = "pass"
+# Block headers; more than one, as the body may hold what only some allow (``return``, ``break``).
+HEADERS = ("if x:", "def f():", "for x in y:")
 LOOKBACK_LINES = 40  # lines before the hole whose indentation widths are tried when the tree cannot tell
 
 
@@ -64,20 +67,23 @@ def shape_of(request: FillRequest) -> Shape:
         return Shape()
     widths = _widths(text[: h.start], ctx)
 
-    def fitting(stand_in: str) -> tuple[int, ...]:
-        return tuple(k for k in widths if doc.valid([(" " * k + stand_in + end).encode()]))
+    def fits(k: int, stand_in: str) -> bool:
+        return doc.valid([(" " * k + stand_in + end).encode()])
 
-    statements = fitting(STATEMENT)
-    headers = () if statements else fitting(HEADER)
-    fits = statements or headers
-    if not fits:
+    statements = tuple(k for k in widths if fits(k, STATEMENT))
+    headers = {k: h for k in widths for h in [next((h for h in HEADERS if fits(k, h)), None)] if h}
+    if not statements and not headers:
         return Shape()
     levels = ctx.levels
     if levels is None:  # the hole left empty breaks the tree around it: read the levels with a stand-in in it
-        stand_in = " " * fits[0] + (STATEMENT if statements else HEADER) + end
+        k = statements[0] if statements else next(iter(headers))
+        stand_in = " " * k + (STATEMENT if statements else headers[k]) + end
         filled = text[: h.start] + stand_in + text[h.end :]
         levels = hole_context(Document(g, filled, [(h.start, h.start)]), 0).levels
-    return Shape(opener=":" + end if headers else "", first_indents=fits, levels=levels, doc=doc)
+    # The first line may be a statement or a header wherever one parses; it must be a header
+    # (and the opener tells the model so) only where no statement does.
+    first = tuple(sorted(set(statements) | set(headers), reverse=True))
+    return Shape(opener="" if statements else ":" + end, first_indents=first, levels=levels, doc=doc)
 
 
 def _widths(prefix: str, ctx: HoleContext) -> list[int]:

@@ -11,6 +11,9 @@ A token is refused only when it makes an error that no later token can undo:
 - a newline inside a one-line string;
 - Python: a line indented where no block opens, deeper after no ':', or dedented to no level;
   a first line at a width where no line parses (``HoleContext.first_indents``, infill/shape.py);
+- Python: a token that makes its logical line certainly wrong when the line was not before it
+  (CPython's verdict on the line alone, infill/pycompile.py): ``x = = 1`` at its second '=',
+  ``if x == 1`` at its line break, ``print x``;
 - the end of the fill (pad) inside a string or block comment, or with its own brackets open;
 - Python: the end of the fill where the next line of the text after it would be indented
   wrongly (a body left behind with no ':' to open it, a ':' with no body, a dedent to no level,
@@ -25,6 +28,7 @@ import re
 from dataclasses import dataclass
 
 from .languages import LanguageSpec
+from .pycompile import line_broken
 from .syntax import HoleContext
 
 _RUST_CHAR = re.compile(r"'(?:\\[^\n']{1,10}|[^\\'\n])'")
@@ -45,6 +49,7 @@ class LexState:
     last_sig: str = ""
     cont: bool = False  # Python: a backslash continues the line
     started: bool = False  # Python: the fill's first logical line has begun
+    line: str | None = None  # Python: the logical line so far, from its first significant character; None = unknown
 
 
 class Lexer:
@@ -61,12 +66,14 @@ class Lexer:
         self.lookahead = max([len(d) for d in (*spec.quotes, *spec.line_comment, *(a for a, _ in spec.block_comment))] + [1])
         if spec.char_literal == "rust":
             self.lookahead = max(self.lookahead, 4)
+        self.check_lines = spec.name == "python"  # CPython judges the lines
         self.start = LexState(
             levels=ctx.levels if spec.indent else None,
             after_colon=ctx.after_colon,
             at_line_start=ctx.at_line_start and spec.indent,
             indent=ctx.indent,
             last_sig=ctx.last_sig,
+            line=("" if ctx.at_line_start else ctx.line_before) if self.check_lines else None,
         )
 
     # -- the scan ----------------------------------------------------------------------------
@@ -83,6 +90,10 @@ class Lexer:
         after_colon, at_start, indent, last_sig, cont, started = st.after_colon, st.at_line_start, st.indent, st.last_sig, st.cont, st.started
         ok, i, n, tail = True, 0, len(s), ""
         base = len(ctx.base)
+        # The logical line's text: st.line, then s from ``acc`` on (None: not collecting); the
+        # text before ``known`` was there before this feed.
+        line, known = st.line, len(st.line or "")
+        acc = 0 if line is not None and not at_start else None
         while i < n:
             c = s[i]
             if kind == "str":
@@ -126,6 +137,9 @@ class Lexer:
                     elif depth == 0:
                         if not at_start:
                             after_colon = last_sig == ":"
+                            if line is not None and acc is not None:
+                                ok = ok and not self._breaks(line + s[acc:i], known, ended=True)
+                            line, known, acc = "", 0, None
                         at_start, indent = True, 0
                 i += 1
                 continue
@@ -146,6 +160,7 @@ class Lexer:
                 continue
             if at_start:  # the first significant character of a logical line: Python's offside rule
                 at_start = False
+                acc = i if line is not None else None
                 if levels is not None:
                     if after_colon:
                         if indent > levels[-1]:
@@ -184,11 +199,20 @@ class Lexer:
                 else:
                     ok = False
             i += 1
+        if line is not None and acc is not None:
+            line += s[acc:i]
+            ok = ok and (len(line) == known or not self._breaks(line, known, ended=False))
         new = LexState(
             tuple(stack), popped, kind, delim, esc, tail,
-            tuple(levels) if levels is not None else None, after_colon, at_start, indent, last_sig, cont, started,
+            tuple(levels) if levels is not None else None, after_colon, at_start, indent, last_sig, cont, started, line,
         )
         return new, ok
+
+    def _breaks(self, line: str, known: int, ended: bool) -> bool:
+        """Does the text from ``known`` on make the logical line ``line`` certainly wrong (it was
+        not before)? Text that only goes on with a line already wrong is let through: the repair
+        after the draft deals with that line."""
+        return self.check_lines and line_broken(line, ended) and not (known and line_broken(line[:known], False))
 
     # -- questions ---------------------------------------------------------------------------
 
@@ -203,7 +227,17 @@ class Lexer:
             return False
         if st.kind == "line" and self.ctx.next_char not in ("", "\n", "\r"):
             return False  # the comment would swallow the rest of the line
-        return (not st.stack or self.ctx.surplus) and self._seam_ok(st)
+        return (not st.stack or self.ctx.surplus) and self._seam_ok(st) and not self._ends_broken(st)
+
+    def _ends_broken(self, st: LexState) -> bool:
+        """Python: would the fill's last logical line, ended where the hole's line ends (with the
+        ':' of ``colon_rest``), be certainly wrong?"""
+        ctx = self.ctx
+        if st.line is None or st.at_line_start or st.stack or st.cont or len(ctx.base) > st.popped:
+            return False
+        if ctx.colon_rest:
+            return self._breaks(st.line + ":", len(st.line), ended=True)
+        return ctx.next_char in ("", "\n", "\r") and self._breaks(st.line, len(st.line), ended=True)
 
     def _seam_ok(self, st: LexState) -> bool:
         """Python: may the text after the hole's next line follow the fill, by the offside rule?"""

@@ -182,6 +182,9 @@ class HoleContext:
     clause_next: bool = False
     colon_rest: bool = False  # Python: the rest of the hole's line after it is a block's ':'
     first_indents: tuple[int, ...] | None = None  # Python: the widths the fill's first line may have (infill/shape.py)
+    # Python: the hole's logical line before it, from its first significant character ("" when
+    # the hole starts the line); None where that is not known (inside brackets, after a '\').
+    line_before: str | None = None
 
 
 def _brackets(g: Grammar, root, start: int, end: int | None) -> list:
@@ -260,6 +263,10 @@ def hole_context(doc: Document, i: int) -> HoleContext:
     ctx["indent"] = indent_width(before) if at_line_start else 0
     if g.spec.indent:
         ctx.update(_python_levels(root, data, s))
+        row = line_start(data, s)
+        continued = data[max(0, row - 3) : row].rstrip(b"\r\n").endswith(b"\\")
+        if not stack and not continued:
+            ctx["line_before"] = before.decode("utf-8", "replace").lstrip(" \t\f")
         stop = doc.spans[i + 1][0] if i + 1 < len(doc.spans) else len(data)
         if stop == len(data):  # the seam is only known when no other hole comes first
             nl = data.find(b"\n", e)

@@ -208,14 +208,20 @@ def constraint_for(req: FillRequest, rows: int = 1) -> SyntaxConstraint:
     return for_chunk([req], [0] * rows, hole, CharTokenizer(), PAD, MASK)
 
 
-def test_admissible_checks_the_first_masked_slot_of_each_hole():
+def test_admissible_judges_the_draft_left_to_right_from_the_first_masked_slot():
     c = constraint_for(request("y = foo(a, |)\n"))
     state = windows([[TOK["b"], MASK, MASK, MASK]], [[False, True, True, True]])
     proposal = torch.tensor([[TOK["b"], TOK[")"], TOK[")"], PAD]])
     allowed = c.admissible(state, proposal, state.masked.clone())
-    assert allowed.tolist() == [[False, False, True, True]]  # slot 1 is refused; slot 2 is not known yet
-    proposal = torch.tensor([[TOK["b"], TOK["x"], TOK[")"], PAD]])
+    assert allowed.tolist() == [[False, False, True, True]]  # slot 1 is refused; after it nothing is known
+    proposal = torch.tensor([[TOK["b"], TOK["x"], TOK[")"], PAD]])  # slot 2 read after slot 1's proposal
+    assert c.admissible(state, proposal, state.masked.clone()).tolist() == [[False, True, False, True]]
+    proposal = torch.tensor([[TOK["b"], TOK["x"], TOK["b"], PAD]])
     assert c.admissible(state, proposal, state.masked.clone()).tolist() == [[False, True, True, True]]
+    # only the slots asked about are judged; the others' proposals are read as the draft
+    asked = torch.tensor([[False, False, True, False]])
+    proposal = torch.tensor([[TOK["b"], TOK["x"], TOK[")"], PAD]])
+    assert c.admissible(state, proposal, asked).tolist() == [[False, False, False, False]]
 
 
 def test_remask_flags_exactly_the_planted_bracket():
@@ -260,6 +266,7 @@ def test_repair_fixes_a_planted_unbalanced_bracket():
     model = Planted()
     state = windows([[MASK] * 4], [[True] * 4])
     c = constraint_for(req)
+    c.checks[0].lexers = [None]  # no steering (it would refuse the ')' in the draft): repair alone
     state, _ = denoise(model, BoundContext([], [], torch.zeros(1, 0, dtype=torch.bool)), state, Schedule(steps=1, max_repair_rounds=2, pad_in_order=False), constraint=c)
     assert model.calls == 2  # one draft, one repair round
     assert state.ids.tolist() == [[TOK["b"], PAD, PAD, PAD]]

@@ -43,7 +43,11 @@ def test_neovim_completes_and_accepts(tmp_path, tiny_model_dir, tiny_engine):
     status, _, buffer = out.read_text().partition("\n")
     assert status == "OK", (status, buffer, proc.stderr.decode(errors="replace"))
     offset = SOURCE.index("hel\n") + 3
-    fill = tiny_engine.fill(FillRequest(text=SOURCE, holes=[Hole(offset, offset, 8)],
-                                        options=SamplingOptions(steps=2))).fills[0].text
-    assert fill.strip()
-    assert buffer == (SOURCE[:offset] + fill + SOURCE[offset:]).rstrip("\n")
+    # The engine's fill, at its usual settings or lightened to one candidate (Neovim may ask twice
+    # at once, and the scheduler then sheds work: infill_lsp/scheduler.py, lighten).
+    fills = {tiny_engine.fill(FillRequest(text=SOURCE, holes=[Hole(offset, offset, 8)], language="python",
+                                          options=SamplingOptions(steps=2, candidates=n))).fills[0].text for n in (0, 1)}
+    assert all(f.strip() for f in fills)
+    # (Neovim may leave a space after an accepted item whose text ends a word: the server's fill
+    # has none, its feedback file counts the fill's characters.)
+    assert buffer.rstrip(" ") in {(SOURCE[:offset] + f + SOURCE[offset:]).rstrip("\n") for f in fills}
