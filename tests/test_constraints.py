@@ -208,6 +208,29 @@ def constraint_for(req: FillRequest, rows: int = 1) -> SyntaxConstraint:
     return for_chunk([req], [0] * rows, hole, CharTokenizer(), PAD, MASK)
 
 
+@pytest.mark.parametrize(
+    "doc, text, ok",
+    [
+        ("def f(x):\n    |\n", "y = = 1", False),  # the second '=' breaks the line
+        ("def f(x):\n    |\n", "y = x + 1", True),
+        ("def f(x):\n    |\n", "if x == 1\n", False),  # a header's line break before its ':'
+        ("def f(x):\n    |\n", "if x == 1:\n        return 1", True),
+        ("def f(x):\n    y = |\n", "= 1", False),  # the line began before the hole
+        ("def f(x):\n    y = |\n", "x(1)", True),
+        ("def f(x):\n    y = = |\n", "1", True),  # already wrong before the hole: not the fill's doing
+        ("def f(x):\n    |\n", "x = (1,\n  2 3)", False),  # a logical line over two lines
+    ],
+)
+def test_steering_refuses_what_makes_a_python_line_certainly_wrong(doc, text, ok):
+    lx = lexer_at("python", doc)
+    assert lx.feed(lx.start, text, final=True)[1] is ok
+
+
+def test_a_python_fill_may_not_end_its_line_certainly_wrong():
+    lx = lexer_at("python", "def f(x):\n    y = |\n    return y\n")
+    assert not lx.can_end(lx.feed(lx.start, "x +")[0])
+    assert lx.can_end(lx.feed(lx.start, "x + 1")[0])
+
 def test_admissible_judges_the_draft_left_to_right_from_the_first_masked_slot():
     c = constraint_for(request("y = foo(a, |)\n"))
     state = windows([[TOK["b"], MASK, MASK, MASK]], [[False, True, True, True]])

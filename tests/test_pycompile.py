@@ -4,7 +4,7 @@ import pytest
 
 from infill.constraints import is_valid
 from infill.languages import grammar
-from infill.pycompile import first_error
+from infill.pycompile import first_error, line_broken
 from infill.syntax import Document
 
 BODY_LEFT_BEHIND = "def f(xs):\n    total = 0\n\n        total += x\n    return total\n"
@@ -65,3 +65,82 @@ def test_first_error_reports_lines_and_columns_as_byte_offsets():
     assert first_error(b"x = 1\n") is None
     assert first_error(b"\xff\xfe") is None  # not UTF-8: no verdict
     assert first_error(b"x = '\\d'\n") is None  # a SyntaxWarning is not an error
+
+
+# ---------------------------------------------------------------------------------------------
+# line_broken: one logical line, judged while it is being written.
+
+
+@pytest.mark.parametrize(
+    "line, ended",
+    [
+        ("value = =", False),  # no text after it undoes the second '='
+        ("if x == == 1", False),
+        ("print x", False),
+        ('x = "é" = =', False),  # an error CPython places before the end, at the literal
+        ("value = = foo(", False),  # an error before an open bracket
+        ("raise OSError e ", False),  # a whole word that cannot follow
+        ("if value is None", True),  # a header's line break before its ':'
+        ("x = 1 +", True),
+        ("else", True),
+        ("return x:", True),
+    ],
+)
+def test_certainly_wrong_lines(line, ended):
+    assert line_broken(line, ended)
+
+
+@pytest.mark.parametrize(
+    "line, ended",
+    [
+        ("value =", False),  # cut off: the right-hand side may follow
+        ("x = 1 +", False),
+        ("if char =", False),  # half of '=='
+        ("x = {1: type(.", False),  # a third of '...'
+        ("return all(self[e] =", False),
+        ("raise OSError e", False),  # a word that may grow
+        ("x = 0x", False),  # a number half written
+        ("x = foo(a, b", False),
+        ('x = """abc', False),
+        ("return x if y", False),  # "expected 'else'" is what cut-off text draws
+        ("if x == 1:", True),  # a block header
+        ("else:", True),  # clauses are judged after a statement they can continue
+        ("elif x:", True),
+        ("except ValueError as e:", True),
+        ("finally:", True),
+        ("case [a, b]:", True),
+        ("case = 1", True),  # a soft keyword as a name
+        ("@decorator(1)", True),
+        ("return x", True),  # outside a function: the compiler's business, not the parser's
+        ("if x: return y", True),
+        ("", True),
+    ],
+)
+def test_lines_that_may_be_right(line, ended):
+    assert not line_broken(line, ended)
+
+
+def test_no_prefix_of_a_real_line_is_judged_wrong():
+    """Every character prefix of every logical line of a standard-library module, and the whole line."""
+    import io
+    import sysconfig
+    import tokenize
+    from pathlib import Path
+
+    src = (Path(sysconfig.get_paths()["stdlib"]) / "argparse.py").read_text()
+    starts = [0]
+    for ln in src.splitlines(keepends=True):
+        starts.append(starts[-1] + len(ln))
+    at = lambda rc: starts[rc[0] - 1] + rc[1]  # noqa: E731
+    begin, lines = None, 0
+    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+        if tok.type == tokenize.NEWLINE and begin is not None:
+            line = src[begin : at(tok.start)]
+            assert not line_broken(line, True), line
+            for k in range(1, len(line)):
+                assert not line_broken(line[:k], False), line[:k]
+            begin, lines = None, lines + 1
+        elif begin is None and tok.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT,
+                                                 tokenize.NEWLINE, tokenize.ENCODING):
+            begin = at(tok.start)
+    assert lines > 1000
