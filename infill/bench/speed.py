@@ -391,7 +391,7 @@ def run_speed(engine, *, quick: bool = False, sections: Sequence[str] = SECTIONS
             bar.update(job, description=f"{case.section} {case.label}")
             tick = lambda: bar.advance(job)  # noqa: E731
             view = views.get(case.context) or views.setdefault(case.context, engine_for_context(engine, case.context))
-            pool = max(1, min(repeats + warmup, 32)) * case.size  # distinct requests: a fill's time depends on where it ends
+            pool = max(1, min(repeats + warmup, 8)) * case.size
             requests = make_requests(view, sources, pool, case.window, case.options, seed=seed + case.window)
             calls = None
             if case.kind == "batch":
