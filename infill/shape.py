@@ -71,7 +71,11 @@ def shape_of(request: FillRequest) -> Shape:
         return doc.valid([(" " * k + stand_in + end).encode()])
 
     statements = tuple(k for k in widths if fits(k, STATEMENT))
-    headers = {k: h for k in widths for h in [next((h for h in HEADERS if fits(k, h)), None)] if h}
+    headers: dict[int, str] = {}  # width -> the first stand-in header that parses there
+    for k in widths:
+        header = next((x for x in HEADERS if fits(k, x)), None)
+        if header:
+            headers[k] = header
     if not statements and not headers:
         return Shape()
     levels = ctx.levels

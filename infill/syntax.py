@@ -256,14 +256,14 @@ def hole_context(doc: Document, i: int) -> HoleContext:
         else:
             surplus = True
             break
-    before = data[line_start(data, s) : s]
+    row = line_start(data, s)
+    before = data[row:s]
     at_line_start = not before.strip()
     ctx = dict(base=tuple(stack), needed=needed, surplus=surplus, at_line_start=at_line_start and not stack)
     ctx["next_char"] = data[e : e + 1].decode("utf-8", "replace")
     ctx["indent"] = indent_width(before) if at_line_start else 0
     if g.spec.indent:
         ctx.update(_python_levels(root, data, s))
-        row = line_start(data, s)
         continued = data[max(0, row - 3) : row].rstrip(b"\r\n").endswith(b"\\")
         if not stack and not continued:
             ctx["line_before"] = before.decode("utf-8", "replace").lstrip(" \t\f")
