@@ -165,14 +165,7 @@ class SyntaxConstraint:
                     for k in range(first, len(slots)):  # the draft: committed tokens and proposals
                         tok = row_prop[k] if row_masked[k] else row_ids[k]
                         if row_masked[k] and row_asked[k]:
-                            if tok == self.pad_id:
-                                ok = lexer.can_end(st)
-                            elif k < len(slots) - 1:
-                                ok = lexer.accepts(st, self._text([tok]))
-                            else:  # the window's last slot: the fill ends with it
-                                after, ok = lexer.feed(st, self._text([tok]), final=True)
-                                ok = ok and lexer.can_end(after)
-                            if not ok:
+                            if not self._may_take(lexer, st, tok, k == len(slots) - 1):
                                 refuse[r, slots[k]] = True
                                 break
                         seen += row_masked[k]
@@ -183,6 +176,40 @@ class SyntaxConstraint:
         except Exception:  # never break a fill
             self._fail("admissible")
             return candidates
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def _may_take(self, lexer: Lexer, st: LexState, tok: int, last: bool) -> bool:
+        """May a slot after the state ``st`` take token ``tok``? ``last``: the window's last slot
+        (the fill ends with it)."""
+        if tok == self.pad_id:
+            return lexer.can_end(st)
+        if not last:
+            return lexer.accepts(st, self._text([tok]))
+        after, ok = lexer.feed(st, self._text([tok]), final=True)
+        return ok and lexer.can_end(after)
+
+    def first_admissible(self, state, r: int, slot: int, tokens: list[int]) -> int | None:
+        """The first of ``tokens`` that window slot ``slot`` of row ``r`` may take, where it is
+        the first masked slot of its hole; None if none may, or the slot is not steered."""
+        if self._failed or self.checks[r] is None:
+            return None
+        t0 = time.perf_counter()
+        try:
+            for h, slots in enumerate(self.slots[r]):
+                lexer = self.checks[r].lexers[h] if h < len(self.checks[r].lexers) else None
+                if slot not in slots or lexer is None:
+                    continue
+                k = slots.index(slot)
+                run = state.ids[r, slots[:k]].tolist()
+                if self.pad_id in run or state.masked[r, slots[:k]].any():
+                    return None
+                st = self._state(r, h, lexer, run)
+                return next((t for t in tokens if t != self.mask_id and self._may_take(lexer, st, t, k == len(slots) - 1)), None)
+            return None
+        except Exception:
+            self._fail("first_admissible")
+            return None
         finally:
             self.seconds += time.perf_counter() - t0
 

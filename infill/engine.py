@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -26,7 +26,7 @@ from .errors import InfillError, ModelLoadError, RequestError
 from .model import DiffusionLM, load_model, read_config
 from .protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
 from .sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, denoise_steps
-from .shape import Shape, shape_of
+from .shape import Shape, header_only, shape_of
 from .tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)
@@ -212,6 +212,32 @@ def candidate_plan(options: SamplingOptions, default: int) -> list[tuple[float, 
     return [(scales[i % n_scales], options.seed + i // n_scales) for i in range(n)]
 
 
+def needs_retry(p: _Prepared, result: FillResult, cancel: CancelFlag | None) -> bool:
+    """Is ``result`` a constrained fill judged invalid, with time for another round (not
+    cancelled, no deadline: a deadline's fill returns what it has)?"""
+    o = p.request.options
+    return (o.constrained and o.retry and not o.deadline_ms and not (cancel is not None and cancel.is_set())
+            and any(f.valid is False for f in result.fills))
+
+
+def strict_request(request: FillRequest) -> FillRequest:
+    """The request of a retry: left to right, so that every committed token is one steering
+    judged (a confident token committed out of order escapes it)."""
+    return msgspec.structs.replace(request, options=msgspec.structs.replace(request.options, policy="left-to-right"))
+
+
+def merge_retry(first: FillResult, retry: FillResult) -> FillResult:
+    """The retry's fills where they are valid, else the first round's; the time of both rounds."""
+    t, r = first.timings, retry.timings
+    fills = retry.fills if all(f.valid is not False for f in retry.fills) else first.fills
+    timings = msgspec.structs.replace(
+        t, denoise_ms=t.denoise_ms + r.denoise_ms, constrain_ms=t.constrain_ms + r.constrain_ms,
+        total_ms=t.total_ms + r.total_ms - r.tokenize_ms, steps=t.steps + r.steps, rounds=t.rounds + r.rounds,
+        candidates=t.candidates + r.candidates, tokens_filled=r.tokens_filled if fills is retry.fills else t.tokens_filled,
+    )
+    return FillResult(fills=fills, timings=timings, model=first.model)
+
+
 @dataclass
 class _Layout:
     """Candidate rows of a chunk: which request each row fills, and where everything sits."""
@@ -260,11 +286,13 @@ class Engine:
     def budget(self) -> int:
         return self.config.context_tokens or self.model.cfg.max_context
 
-    def prepare(self, request: FillRequest) -> _Prepared:
+    def prepare(self, request: FillRequest, shape: Shape | None = None) -> _Prepared:
+        """Cut, tokenize and trim a request; ``shape``: its hole's (infill/shape.py) where the
+        caller has one already (else stand-in fills find it)."""
         validate(request)
         t0 = time.perf_counter()
         request, indents = line_start_holes(request)
-        form = shape_of(request)
+        form = shape if shape is not None else shape_of(request)
         budget = self.budget()
         texts = segment_texts(request)
         texts[-1] = form.opener + texts[-1]
@@ -313,12 +341,29 @@ class Engine:
         on_draft: Callable[[Draft], None] | None = None,
         constraint: Constraint | None = None,
     ) -> list[FillResult]:
-        """Fill many requests, denoising them together in chunks of at most max_batch_slots."""
+        """Fill many requests, denoising them together in chunks of at most max_batch_slots.
+
+        A constrained request whose best candidate is still invalid gets one more round, left to
+        right (:func:`strict_request`) and, where a block header would fit, filled with a
+        header's head (infill/shape.py, :func:`header_only`); its result is the retry's where that is valid.
+        """
         prepared = [self.prepare(r) for r in requests]
         results: list[FillResult | None] = [None] * len(requests)
+        self._fill_prepared(prepared, list(range(len(prepared))), results, cancel, on_draft, constraint)
+        again = [i for i, r in enumerate(results) if constraint is None and needs_retry(prepared[i], r, cancel)]
+        if again:
+            retried: list[FillResult | None] = [None] * len(requests)
+            strict = {i: self.prepare(strict_request(requests[i]), header_only(prepared[i].shape)) for i in again}
+            self._fill_prepared(strict, again, retried, cancel, None, None)
+            for i in again:
+                results[i] = merge_retry(results[i], retried[i])
+        return results  # type: ignore[return-value]
+
+    def _fill_prepared(self, prepared, members_of, results, cancel, on_draft, constraint) -> None:
+        """Fill prepared requests ``members_of`` (indices into ``prepared`` and ``results``) in chunks."""
         groups: dict[tuple, list[int]] = {}  # requests that can share one schedule
-        for i, p in enumerate(prepared):
-            o = p.request.options
+        for i in members_of:
+            o = prepared[i].request.options
             groups.setdefault((o.steps, o.threshold, o.policy, o.temperature, o.top_p), []).append(i)
         for members in groups.values():
             chunk: list[int] = []
@@ -333,7 +378,6 @@ class Engine:
                 slots += need
             if chunk:
                 self._fill_chunk([prepared[j] for j in chunk], chunk, results, cancel, on_draft, constraint)
-        return results  # type: ignore[return-value]
 
     def _fill_chunk(self, prepared, indices, results, cancel, on_draft, constraint) -> None:
         t_start = time.perf_counter()

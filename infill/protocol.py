@@ -33,7 +33,8 @@ class SamplingOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     top_p: float = 1.0
     seed: int = 0
     candidates: int = 0  # window lengths x seeds run side by side; 0 = the engine's default
-    constrained: bool = True  # syntax-checked selection (a no-op until constraints land)
+    constrained: bool = True  # syntax-checked steering, repair and selection
+    retry: bool = True  # a constrained fill still invalid gets one more, stricter round (engine.fill_batch)
     deadline_ms: float | None = None  # stop denoising after this long and return what is there
 
 
@@ -65,6 +66,7 @@ class Timings(msgspec.Struct):
     tokens_filled: int = 0  # non-pad tokens in the returned fills
     context_tokens: int = 0
     candidates: int = 0
+    rounds: int = 1  # denoising rounds: 2 where a constrained fill was retried under stricter steering
 
 
 class FillResult(msgspec.Struct):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import codeop
 import functools
+import keyword
 import re
 import warnings
 from dataclasses import dataclass
@@ -107,8 +108,21 @@ _CLAUSE_CONTEXT = {"elif": "if 1:\n pass\n", "else": "if 1:\n pass\n", "except":
                    "finally": "try:\n pass\n", "case": "match x:\n "}
 _HEAD = re.compile(r"[^\W\d]\w*")
 _WORD_END = re.compile(r"\w*$")
+_DEF_HEAD = re.compile(r"(async\s+)?def\s")
 _OPERATOR_END = re.compile(r"[-+*/%@&|^~<>=!:.]*$")
 _OPERATOR_GROWTH = ("=", ">", "*", "/", "<", ".", "..")  # what turns a half-written operator into a whole one
+
+
+_GROWING_WORDS = tuple(keyword.kwlist + keyword.softkwlist)
+_STRING_PREFIX = re.compile(r"(?i)[rbuft]{1,2}")
+
+
+def _may_grow(word: str) -> bool:
+    """Could a line's last word, cut off, still grow into one that mends an error at it? Only
+    into a keyword (``i`` into ``if``), a string's prefix (``f`` of ``f"..."``) or a number's
+    next digits; an identifier that grows stays an identifier."""
+    return (not _HEAD.fullmatch(word) or bool(_STRING_PREFIX.fullmatch(word))
+            or any(k.startswith(word) for k in _GROWING_WORDS))
 
 
 @functools.lru_cache(maxsize=16384)
@@ -124,9 +138,29 @@ def line_broken(line: str, ended: bool) -> bool:
     """
     if not line.strip():
         return False
+    if _duplicate_parameter(line):
+        return True
     head = _HEAD.match(line)
     contexts = ["", _CLAUSE_CONTEXT.get(head.group(0) if head else "", "")]
     return all(_line_error(before, line, ended) for before in dict.fromkeys(contexts))
+
+
+def _duplicate_parameter(line: str) -> bool:
+    """Is ``line`` a def whose parameter list is closed and names a parameter twice? (The
+    compiler's symbol table says so, not the parser: no ``ast`` check of a line sees it.)"""
+    if not _DEF_HEAD.match(line):
+        return False
+    head = line.rstrip()
+    head = head[:-1] if head.endswith(":") else head
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(head + ":\n pass\n", "<line>", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        return "duplicate argument" in (e.msg or "")
+    except (ValueError, RecursionError, MemoryError, OverflowError):
+        pass
+    return False
 
 
 def _line_error(before: str, line: str, ended: bool, grow: bool = True) -> bool:
@@ -149,7 +183,8 @@ def _line_error(before: str, line: str, ended: bool, grow: bool = True) -> bool:
         text = line.rstrip()
         if len(text) < len(line):  # the last word is whole
             return 0 <= at < len(text)
-        if at < 0 or at >= _WORD_END.search(text).start():
+        word_at = _WORD_END.search(text).start()
+        if at < 0 or at > word_at or (at == word_at and _may_grow(text[word_at:])):
             return False  # at the last word, which may yet grow (``i`` into ``if``)
         if not grow or not _OPERATOR_END.search(text).group(0):
             return True

@@ -84,6 +84,10 @@ class Constraint(Protocol):
         """After a full draft: slots to mask and denoise again (bool [R, W]; none = accept)."""
         ...
 
+    # Optional: ``first_admissible(state, row, slot, tokens) -> int | None``, the first of
+    # ``tokens`` (best first) that slot ``slot`` of row ``row`` may take, None if none or if it
+    # cannot tell; asked when a row has nothing it may commit after ``alternatives``.
+
 
 class NoConstraint:
     def admissible(self, state: Windows, proposal: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
@@ -172,6 +176,32 @@ def choose(score: torch.Tensor, conf: torch.Tensor, allowed: torch.Tensor, k: to
     rank = torch.empty_like(order).scatter_(-1, order, torch.arange(s.shape[-1], device=s.device).expand_as(order))
     pick |= allowed & (rank < k[:, None])
     return pick
+
+
+RESCUE_TOKENS = 256  # how deep a stuck row's first masked slot looks for a token the constraint allows
+
+
+def rescue(constraint, state: Windows, candidates: torch.Tensor, allowed: torch.Tensor, logp_all: torch.Tensor,
+           proposal: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> None:
+    """Rows with masked slots but nothing allowed: their first masked slot takes the best of its
+    RESCUE_TOKENS most likely tokens that the constraint allows (in place: ``allowed`` and the
+    proposal's token, log-probability and confidence), where the constraint can tell one."""
+    ask = getattr(constraint, "first_admissible", None)
+    stuck = candidates.any(1) & ~allowed.any(1)
+    if ask is None or not stuck.any():
+        return
+    token, logp, conf = proposal
+    index = torch.full(candidates.shape, -1, dtype=torch.long, device=candidates.device)
+    index[candidates] = torch.arange(int(candidates.sum()), device=candidates.device)  # row of logp_all
+    first = first_masked(torch.zeros_like(state.hole), candidates)
+    for r in stuck.nonzero().flatten().tolist():
+        slot = int(first[r].nonzero()[0])
+        lp = logp_all[index[r, slot]]
+        ranked = lp.topk(min(RESCUE_TOKENS, lp.shape[0])).indices.tolist()
+        t = ask(state, r, slot, ranked)
+        if t is not None:
+            token[r, slot], logp[r, slot], conf[r, slot] = t, lp[t], lp[t].exp()
+            allowed[r, slot] = True
 
 
 def first_masked(hole: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
@@ -314,8 +344,11 @@ def denoise_steps(
             ok = constraint.admissible(state, token, refused) & refused
             allowed |= ok
             refused &= ~ok
-        if schedule.policy == "left-to-right":  # the autoregressive-equivalent order
+        if refused.any():
+            rescue(constraint, state, candidates, allowed, logp_all, (token, logp, conf))
+        if schedule.policy == "left-to-right":  # the autoregressive-equivalent order, never past a refusal
             score = torch.where(candidates, -state.pos.float(), float("-inf"))
+            allowed &= refused.cumsum(1) == 0
         if schedule.pad_in_order:  # a fill may end only where everything before it is decided
             allowed &= (token != cfg.pad_id) | first_masked(state.hole, state.masked)
         hurry = deadline is not None and time.monotonic() >= deadline

@@ -39,6 +39,11 @@ class Shape:
     opener: str = ""  # ':' or ':' and a line break to put after the hole; '' for none
     first_indents: tuple[int, ...] | None = None  # where a line there parses; None: unknown
     levels: tuple[int, ...] | None = None  # Python's indentation levels at the hole (read with a stand-in)
+    head_only: bool = False  # with an opener: the fill is one line, the header's head (a retry's strict shape)
+    # The width where a retry's fill is a block header (where no statement parses; see
+    # shape_of) and the opener that says so: what :func:`header_only` turns this shape into.
+    header_indents: tuple[int, ...] = ()
+    header_opener: str = ""
     # The request's parsed document, for the syntax checks to reuse (not part of the shape).
     doc: Document | None = field(default=None, compare=False, repr=False)
 
@@ -87,7 +92,21 @@ def shape_of(request: FillRequest) -> Shape:
     # The first line may be a statement or a header wherever one parses; it must be a header
     # (and the opener tells the model so) only where no statement does.
     first = tuple(sorted(set(statements) | set(headers), reverse=True))
-    return Shape(opener="" if statements else ":" + end, first_indents=first, levels=levels, doc=doc)
+    # A retry's header goes at the deepest width where only a header parses (``else:`` after an
+    # ``if`` body), never at the top level of a file where a statement fits elsewhere (it would
+    # cut the function around the hole in two).
+    only = [k for k in first if k not in statements and (k > 0 or not statements)][:1]
+    return Shape(opener="" if statements else ":" + end, first_indents=first, levels=levels, doc=doc,
+                 header_indents=tuple(only), header_opener=":" + end if only else "")
+
+
+def header_only(shape: Shape) -> Shape:
+    """The strict shape of a retry: where a block header parses at some width where no statement
+    does, the fill is that header's head alone (one line at one of those widths; the opener adds
+    the ':'); otherwise ``shape`` as it is."""
+    if not shape.header_indents:
+        return shape
+    return replace(shape, opener=shape.header_opener, first_indents=shape.header_indents, head_only=True)
 
 
 def _widths(prefix: str, ctx: HoleContext) -> list[int]:
@@ -111,6 +130,7 @@ def before_opener(ctx: HoleContext, shape: Shape) -> HoleContext:
     ctx = replace(ctx, first_indents=shape.first_indents, levels=ctx.levels if ctx.levels is not None else shape.levels)
     if not shape.opener:
         return ctx
+    ctx = replace(ctx, next_char=":", colon_rest=True, head_only=shape.head_only)
     if shape.opener.endswith("\n"):  # the text after the hole now starts on the line after the ':'
-        return replace(ctx, next_char=":", colon_rest=True, seam_next=ctx.seam_here, clause_next=ctx.clause_here)
-    return replace(ctx, next_char=":", colon_rest=True)
+        return replace(ctx, seam_next=ctx.seam_here, clause_next=ctx.clause_here)
+    return ctx

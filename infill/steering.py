@@ -15,6 +15,7 @@ A token is refused only when it makes an error that no later token can undo:
   (CPython's verdict on the line alone, infill/pycompile.py): ``x = = 1`` at its second '=',
   ``if x == 1`` at its line break, ``print x``;
 - the end of the fill (pad) inside a string or block comment, or with its own brackets open;
+- Python, a header's head only (``HoleContext.head_only``): a line break, a comment, a ':' of its own, or a line whose first word starts no compound statement;
 - Python: the end of the fill where the next line of the text after it would be indented
   wrongly (a body left behind with no ':' to open it, a ':' with no body, a dedent to no level,
   an ``else:`` or ``except:`` after a statement of its own level instead of a block).
@@ -32,6 +33,19 @@ from .pycompile import line_broken
 from .syntax import HoleContext
 
 _RUST_CHAR = re.compile(r"'(?:\\[^\n']{1,10}|[^\\'\n])'")
+
+
+_HEADER_WORDS = ("if", "elif", "else", "for", "while", "try", "except", "finally", "with", "def", "class", "async", "match", "case")
+_FIRST_WORD = re.compile(r"\w*")
+
+
+def _not_a_header(line: str) -> bool:
+    """Python: can a logical line that starts so not be a block header (its first word is no
+    compound statement's, nor the start of one)?"""
+    word = _FIRST_WORD.match(line).group(0)
+    if len(word) < len(line):
+        return word not in _HEADER_WORDS
+    return not any(w.startswith(word) for w in _HEADER_WORDS)
 
 
 @dataclass(frozen=True)
@@ -136,6 +150,7 @@ class Lexer:
                         cont = False
                     elif depth == 0:
                         if not at_start:
+                            ok = ok and not ctx.head_only  # a header's head ends at its ':', on this line
                             after_colon = last_sig == ":"
                             if line is not None and acc is not None:
                                 ok = ok and not self._breaks(line + s[acc:i], known, ended=True)
@@ -149,6 +164,7 @@ class Lexer:
                 continue
             comment = next((lc for lc in spec.line_comment if s.startswith(lc, i)), None)
             if comment:
+                ok = ok and not ctx.head_only  # it would swallow the head's ':'
                 kind, i = "line", i + len(comment)
                 continue
             block = next(((a, b) for a, b in spec.block_comment if s.startswith(a, i)), None)
@@ -176,6 +192,8 @@ class Lexer:
                     if not started and ctx.first_indents is not None:
                         ok = ok and indent in ctx.first_indents
                 after_colon, started = False, True
+            if c == ":" and ctx.head_only and depth == 0 and not s.startswith(":=", i):
+                ok = ok and i + 1 == n and not final  # the head's own ':' is the one after the hole
             cont = c == "\\"
             last_sig = c
             if spec.char_literal == "rust" and c == "'":
@@ -202,6 +220,7 @@ class Lexer:
         if line is not None and acc is not None:
             line += s[acc:i]
             ok = ok and (len(line) == known or not self._breaks(line, known, ended=False))
+            ok = ok and not (ctx.head_only and _not_a_header(line))
         new = LexState(
             tuple(stack), popped, kind, delim, esc, tail,
             tuple(levels) if levels is not None else None, after_colon, at_start, indent, last_sig, cont, started, line,

@@ -185,6 +185,9 @@ class HoleContext:
     # Python: the hole's logical line before it, from its first significant character ("" when
     # the hole starts the line); None where that is not known (inside brackets, after a '\').
     line_before: str | None = None
+    # Python: the fill is only the head of the block header whose ':' follows the hole (one
+    # logical line, no ':' of its own); set for a retry of a fill that found no valid header.
+    head_only: bool = False
 
 
 def _brackets(g: Grammar, root, start: int, end: int | None) -> list:

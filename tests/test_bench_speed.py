@@ -106,7 +106,10 @@ def test_quick_run_writes_every_section_json_and_plots(tiny_engine, tmp_path):
     conc = [r for r in written["rows"] if r["section"] == "concurrency"]
     assert [r["threads"] for r in conc] == [1, 2] and all(r["call_p50_ms"] > 0 for r in conc)
     frontier = [r for r in written["rows"] if r["section"] == "frontier"]
-    assert [r["pass@1"] for r in frontier] == [0.25, 0.5] and [r["mean_steps"] for r in frontier] in ([4, 16], [4, 15])
+    assert [r["pass@1"] for r in frontier] == [0.25, 0.5]
+    # each run's own options, a constrained fill's retry round included (the random model's fills are often invalid)
+    few, many = (r["mean_steps"] for r in frontier)
+    assert 4 <= few < many and many >= 15
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(records) == 2 * len(written["rows"])
     for name in ("tokens_per_s_vs_window.png", "latency_vs_steps.png", "frontier.png", "quality_vs_steps.png"):

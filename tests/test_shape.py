@@ -43,7 +43,7 @@ def test_levels_are_read_with_a_stand_in_where_the_empty_hole_breaks_the_tree():
     g = grammar("python")
     assert hole_context(Document(g, req.text, [(req.holes[0].start, req.holes[0].end)]), 0).levels is None
     shape = shape_of(req)
-    assert shape == Shape(opener=":\n", first_indents=(8,), levels=(0, 4))
+    assert shape == Shape(opener=":\n", first_indents=(8,), levels=(0, 4), header_indents=(8,), header_opener=":\n")
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ Sections (each a list of rows in ``summary.json``, a table on the terminal):
   schedule: latency p50/p95 over repeated runs after warm-up, tokens/s (non-pad tokens filled
   per second) and slots/s (window slots per second).
 - ``steps``: one window and context, steps = W, W/2, W/4, W/8.
+  (This section and ``decoding`` compare schedules: their fills get no retry round.)
 - ``decoding``: one token per step (the autoregressive-equivalent schedule of the same model)
   against k tokens per step and confidence thresholds.
 - ``constrained``: ``SamplingOptions.constrained`` off and on.
@@ -272,18 +273,18 @@ def _plan(sections, contexts, windows, sweep_window, sweep_context, batch_sizes,
         cases += [_Case("grid", f"C={c} W={w}", c, w, base) for c in contexts for w in windows]
     if "steps" in sections:
         for s in sorted({max(1, W // d) for d in (1, 2, 4, 8)}, reverse=True):
-            cases.append(_Case("steps", f"steps={s}", C, W, o(steps=s, threshold=None), extra={"steps": s}))
+            cases.append(_Case("steps", f"steps={s}", C, W, o(steps=s, threshold=None, retry=False), extra={"steps": s}))
     if "decoding" in sections:
         ltr = left_to_right_supported()
         cases.append(_Case("decoding", "1/step left-to-right" if ltr else "1/step (emulated)", C, W,
-                           o(steps=W, threshold=None, policy=LEFT_TO_RIGHT if ltr else "confidence"),
+                           o(steps=W, threshold=None, policy=LEFT_TO_RIGHT if ltr else "confidence", retry=False),
                            extra={"schedule": "one-per-step", "emulated": not ltr}))
         for k in (2, 4, 8):
             if k < W:
-                cases.append(_Case("decoding", f"{k}/step", C, W, o(steps=max(1, W // k), threshold=None),
+                cases.append(_Case("decoding", f"{k}/step", C, W, o(steps=max(1, W // k), threshold=None, retry=False),
                                    extra={"schedule": f"k={k}", "tokens_per_step": k}))
         for t in thresholds:
-            cases.append(_Case("decoding", f"conf>={t}", C, W, o(steps=W, threshold=t),
+            cases.append(_Case("decoding", f"conf>={t}", C, W, o(steps=W, threshold=t, retry=False),
                                extra={"schedule": f"threshold={t}", "threshold": t}))
     if "constrained" in sections:
         for flag in (False, True):
