@@ -23,8 +23,10 @@ from __future__ import annotations
 import ast
 import codeop
 import functools
+import io
 import keyword
 import re
+import tokenize
 import warnings
 from dataclasses import dataclass
 
@@ -146,12 +148,13 @@ def line_broken(line: str, ended: bool) -> bool:
 
 
 def _duplicate_parameter(line: str) -> bool:
-    """Is ``line`` a def whose parameter list is closed and names a parameter twice? (The
-    compiler's symbol table says so, not the parser: no ``ast`` check of a line sees it.)"""
-    if not _DEF_HEAD.match(line):
-        return False
+    """Is ``line`` a def that names a parameter twice, its last name whole? (The compiler's
+    symbol table says so, not the parser: no ``ast`` check of a line sees it.)"""
+    if not _DEF_HEAD.match(line) or line[-1:].isalnum() or line.endswith("_"):
+        return False  # not a def, or its last name may grow
     head = line.rstrip()
     head = head[:-1] if head.endswith(":") else head
+    head += _closing(head)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -163,8 +166,25 @@ def _duplicate_parameter(line: str) -> bool:
     return False
 
 
-def _line_error(before: str, line: str, ended: bool, grow: bool = True) -> bool:
-    src = before + line + ("\n" if ended else "")
+def _closing(line: str) -> str:
+    """The brackets that close what ``line`` (cut off) leaves open, innermost first."""
+    pairs, stack = {"(": ")", "[": "]", "{": "}"}, []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(line).readline):
+            if tok.type == tokenize.OP and tok.string in pairs:
+                stack.append(pairs[tok.string])
+            elif tok.type == tokenize.OP and tok.string in ")]}" and stack:
+                stack.pop()
+    except (tokenize.TokenError, SyntaxError):
+        pass  # the end of a cut-off line: what came before it is read
+    return "".join(reversed(stack))
+
+
+def _line_error(before: str, line: str, ended: bool, grow: bool = True, closers: str = "") -> bool:
+    """Does CPython place a certain error in ``line`` (see line_broken)? ``closers``: brackets
+    put after a cut-off line that leaves some open, so that errors inside them show (only
+    errors before the closers count)."""
+    src = before + line + closers + ("\n" if ended else "")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -172,6 +192,9 @@ def _line_error(before: str, line: str, ended: bool, grow: bool = True) -> bool:
         return False
     except SyntaxError as e:
         msg = e.msg or ""
+        if "was never closed" in msg and not ended and not closers:
+            closing = _closing(line)
+            return bool(closing) and _line_error(before, line, False, grow, closing)
         if msg == "incomplete input" or "was never closed" in msg:
             return False
         if ended:
@@ -179,17 +202,28 @@ def _line_error(before: str, line: str, ended: bool, grow: bool = True) -> bool:
         if msg.startswith(("expected", "unterminated")) or not e.lineno or not e.offset:
             return False
         rows = src.split("\n")
-        at = sum(len(r) + 1 for r in rows[: e.lineno - 1]) + e.offset - 1 - len(before)
+
+        def offset(lineno: int, col: int) -> int:  # in ``line``
+            return sum(len(r) + 1 for r in rows[: lineno - 1]) + col - 1 - len(before)
+
+        at = offset(e.lineno, e.offset)
         text = line.rstrip()
-        if len(text) < len(line):  # the last word is whole
+        whole = len(text) < len(line)  # the last word is whole
+        if whole and not closers:
             return 0 <= at < len(text)
-        word_at = _WORD_END.search(text).start()
-        if at < 0 or at > word_at or (at == word_at and _may_grow(text[word_at:])):
+        word_at = len(text) if whole else _WORD_END.search(text).start()
+        if closers:  # made up: only an error wholly before the last word (and what follows it) counts
+            end = offset(e.end_lineno, e.end_offset) if e.end_lineno and e.end_offset else None
+            # Only the parser's plain verdict: others speak of what the closers cut short (a bare
+            # ``*,`` with no name after it yet) or have loose spans (a comma forgotten).
+            if msg != "invalid syntax" or end is None or at < 0 or end >= word_at:
+                return False
+        elif at < 0 or at > word_at or (at == word_at and _may_grow(text[word_at:])):
             return False  # at the last word, which may yet grow (``i`` into ``if``)
         if not grow or not _OPERATOR_END.search(text).group(0):
             return True
         # A half-written operator (``=`` of ``==``, ``.`` of ``...``) may draw an error before it: one
         # that a longer operator does not have is not certain.
-        return all(_line_error(before, line + c, False, grow=False) for c in _OPERATOR_GROWTH)
+        return all(_line_error(before, line + c, False, False, closers) for c in _OPERATOR_GROWTH)
     except (ValueError, RecursionError, MemoryError, OverflowError):
         return False

@@ -344,6 +344,10 @@ def denoise_steps(
             ok = constraint.admissible(state, token, refused) & refused
             allowed |= ok
             refused &= ~ok
+        if banned is not None:  # tokens were replaced: what follows them in the draft is judged again
+            again = constraint.admissible(state, token, allowed) & allowed
+            refused |= allowed & ~again
+            allowed = again
         if refused.any():
             rescue(constraint, state, candidates, allowed, logp_all, (token, logp, conf))
         if schedule.policy == "left-to-right":  # the autoregressive-equivalent order, never past a refusal

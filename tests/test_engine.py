@@ -224,3 +224,45 @@ def test_precision(tiny_model_dir):
     text, holes = find_holes("def f(a, b):\n    return <FILL:6>\n")
     result = engine.fill(FillRequest(text=text, holes=holes, options=SamplingOptions(steps=3)))
     assert len(result.fills) == 1 and result.timings.steps >= 1
+
+
+def _scripted_rounds(monkeypatch, texts):
+    """Make round k's every candidate decode to texts[k]; return the (policy, head_only) of each round."""
+    from infill.protocol import Fill
+
+    rounds, real_chunk, real_decode = [], Engine._fill_chunk, Engine.decode_row
+
+    def fill_chunk(self, prepared, *a):
+        rounds.append((prepared[0].request.options.policy, prepared[0].shape.head_only))
+        return real_chunk(self, prepared, *a)
+
+    def decode_row(self, *a):
+        fills, score, filled = real_decode(self, *a)
+        return [Fill(text=texts[len(rounds) - 1], score=fills[0].score)], score, filled
+
+    monkeypatch.setattr(Engine, "_fill_chunk", fill_chunk)
+    monkeypatch.setattr(Engine, "decode_row", decode_row)
+    return rounds
+
+
+BODY_AFTER = "def f(xs):\n    t = 0\n\n        t += x\n    return t\n"  # the hole (at 21) must open a block
+
+
+def test_an_invalid_constrained_fill_is_retried_left_to_right_as_a_headers_head(tiny_engine, monkeypatch):
+    rounds = _scripted_rounds(monkeypatch, ["    t = 1", "    for x in xs"])
+    r = tiny_engine.fill(FillRequest(text=BODY_AFTER, holes=[Hole(21, 22, 12, min_tokens=1)], language="python"))
+    assert rounds == [("confidence", False), ("left-to-right", True)]
+    assert r.fills[0].text == "    for x in xs:\n" and r.fills[0].valid is True and r.timings.rounds == 2
+
+
+def test_a_retry_that_finds_nothing_valid_keeps_the_first_rounds_fill(tiny_engine, monkeypatch):
+    rounds = _scripted_rounds(monkeypatch, ["    t = 1", "    t = 2"])
+    r = tiny_engine.fill(FillRequest(text=BODY_AFTER, holes=[Hole(21, 22, 12, min_tokens=1)], language="python"))
+    assert len(rounds) == 2 and r.fills[0].text == "    t = 1:\n" and r.fills[0].valid is False and r.timings.rounds == 2
+
+
+@pytest.mark.parametrize("options", [SamplingOptions(retry=False), SamplingOptions(deadline_ms=10_000), SamplingOptions(constrained=False)])
+def test_no_retry_when_asked_for_none_under_a_deadline_or_unconstrained(tiny_engine, monkeypatch, options):
+    rounds = _scripted_rounds(monkeypatch, ["    t = 1", "    for x in xs"])
+    r = tiny_engine.fill(FillRequest(text=BODY_AFTER, holes=[Hole(21, 22, 12, min_tokens=1)], language="python", options=options))
+    assert len(rounds) == 1 and r.timings.rounds == 1

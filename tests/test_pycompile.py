@@ -84,6 +84,12 @@ def test_first_error_reports_lines_and_columns_as_byte_offsets():
         ("x = 1 +", True),
         ("else", True),
         ("return x:", True),
+        ("out out", False),  # the last word can only grow into a name, and a name cannot follow
+        ("def f(self, n, n)", False),  # a parameter named twice (the compiler's symbol table says so)
+        ("def f(self, n, n):", True),
+        ("def f(end, end,", False),  # ... its brackets still open
+        ("def is_palindrome('abc',", False),  # an error inside a bracket still open
+        ("f(a == = ", False),
     ],
 )
 def test_certainly_wrong_lines(line, ended):
@@ -114,6 +120,13 @@ def test_certainly_wrong_lines(line, ended):
         ("return x", True),  # outside a function: the compiler's business, not the parser's
         ("if x: return y", True),
         ("", True),
+        ("x i", False),  # a keyword may grow from the last word (``x if y else z``)
+        ('"a" f', False),  # a string prefix (``"a" f"b"``)
+        ("def f(self, n, m)", False),
+        ("def f(end, end", False),  # the last name may grow (``end2``)
+        ("def f(a, *,", False),  # what closing the bracket now would draw (a bare '*') is not counted
+        ("d = {'a': ", False),
+        ("f(x i", False),
     ],
 )
 def test_lines_that_may_be_right(line, ended):

@@ -339,3 +339,44 @@ def test_a_refused_token_gets_the_best_allowed_one_instead():
     state = fresh(W=4)
     denoise(Ranked(), empty_ctx(1), state, Schedule(steps=4, pad_in_order=False, alternatives=1), constraint=Refuses({3, 4}))
     assert 5 not in state.ids[0].tolist()  # not searched deep enough: held back, then forced
+
+
+class RefusesAt:
+    """A constraint that refuses every proposal at one slot, and can name a token it allows there."""
+
+    def __init__(self, slot, rescue=None):
+        self.slot, self.rescue, self.asked = slot, rescue, []
+
+    def admissible(self, state, proposal, candidates):
+        out = candidates.clone()
+        out[:, self.slot] = False
+        return out
+
+    def remask(self, state):
+        return torch.zeros_like(state.masked)
+
+    def first_admissible(self, state, row, slot, tokens):
+        self.asked.append((slot, tokens[:3]))
+        return self.rescue if slot == self.slot and self.rescue in tokens else None
+
+
+def test_left_to_right_never_commits_past_a_refused_slot():
+    state = fresh(W=6)
+    steps = list(denoise_steps(Scripted(), empty_ctx(1), state, Schedule(steps=3, policy="left-to-right", pad_in_order=False),
+                               constraint=RefusesAt(2)))
+    for s in steps:  # what a step commits lies left of every slot still masked after it
+        masked = s.masked[0].tolist()
+        first = masked.index(True) if True in masked else len(masked)
+        assert all(i < first for i in s.committed[0].nonzero().flatten().tolist())
+    assert [s.committed[0].nonzero().flatten().tolist() for s in steps][:2] == [[0, 1], [2]]  # slot 2 forced alone
+    assert not state.masked.any()
+
+
+def test_a_stuck_slot_takes_the_best_token_the_constraint_allows_from_deep_in_its_ranking():
+    c = RefusesAt(0, rescue=12)  # far below alternatives' reach: Ranked puts 12 ninth
+    state = fresh(W=1)
+    denoise(Ranked(), empty_ctx(1), state, Schedule(steps=1, pad_in_order=False, alternatives=2), constraint=c)
+    assert state.ids[0].tolist() == [12] and c.asked[0][1] == [3, 4, 5]
+    state = fresh(W=1)  # a constraint that cannot name one: the best slot is forced, as before
+    denoise(Ranked(), empty_ctx(1), state, Schedule(steps=1, pad_in_order=False, alternatives=2), constraint=RefusesAt(0))
+    assert state.ids[0].tolist() == [5]

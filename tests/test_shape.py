@@ -3,7 +3,7 @@
 import pytest
 
 from infill.protocol import FillRequest, Hole, SamplingOptions
-from infill.shape import Shape, before_opener, shape_of
+from infill.shape import Shape, before_opener, header_only, shape_of
 from infill.steering import Lexer
 from infill.languages import grammar
 from infill.syntax import Document, hole_context
@@ -92,3 +92,29 @@ def test_no_opener_for_unconstrained_fills(tiny_engine):
     prepared = tiny_engine.prepare(request("def f(xs):\n    t = 0\n|        t += x\n", constrained=False))
     assert prepared.shape == Shape() and prepared.lead == []
     assert tiny_engine.tokenizer.decode(prepared.segments[1]).startswith("        t += x")
+
+
+def test_a_retry_fills_a_header_where_only_a_header_parses():
+    # After an ``if`` body, before a body one level deeper: a statement fits only inside the body
+    # (12); a header (``else:``) at 8, or at 4. The retry's header goes at the deepest of those.
+    req = request("def f(s):\n    for c in s:\n        if c:\n            out = 1\n|            out = 2\n    return out\n")
+    shape = shape_of(req)
+    assert shape.opener == "" and shape.first_indents == (12, 8, 4)
+    assert shape.header_indents == (8,) and shape.header_opener == ":\n"
+    strict = header_only(shape)
+    assert strict.opener == ":\n" and strict.first_indents == (8,) and strict.head_only
+    g = grammar("python")
+    ctx = before_opener(hole_context(Document(g, req.text, [(req.holes[0].start, req.holes[0].end)]), 0), strict)
+    lx = Lexer(g.spec, ctx)
+    for head in ("        else", "        if c == 2", "        for x in y", "        while (n := 3) > 2"):
+        st, ok = lx.feed(lx.start, head)
+        assert ok and lx.can_end(st), head
+    for wrong in ("        out = 2", "        else:", "        # note", "        if c\n", "        print(c)"):
+        assert not lx.accepts(lx.start, wrong), wrong
+    st, ok = lx.feed(lx.start, "        el")
+    assert ok  # may yet be ``elif`` or ``else``
+
+
+def test_no_retry_header_at_the_top_level_where_a_statement_fits():
+    shape = shape_of(request("def f(xs):\n    t = 0\n|    return t\n"))
+    assert shape.first_indents == (4, 0) and shape.header_indents == () and header_only(shape) == shape
