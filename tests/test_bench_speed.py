@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import math
 
 import numpy as np
 import pytest
@@ -94,12 +95,13 @@ def test_quick_run_writes_every_section_json_and_plots(tiny_engine, tmp_path):
     assert all(r["mean_context_tokens"] == r["context"] for r in grid)
     assert any("300 exceeds" in n for n in written["notes"])  # the tiny model was trained on 256
     steps = sorted(r["mean_steps"] for r in written["rows"] if r["section"] == "steps")
-    # A known indentation may be committed before the first step (engine.commit_leads): one slot fewer.
-    assert all(want - 1 <= got <= want for got, want in zip(steps, [2, 4, 8, 16])) and len(steps) == 4
+    # A known indentation may be committed before the first step (engine.commit_leads): one slot fewer;
+    # a row the constraint holds back takes up to a quarter more (Schedule.overrun).
+    assert all(want - 1 <= got <= math.ceil(want * 1.25) for got, want in zip(steps, [2, 4, 8, 16])) and len(steps) == 4
     decoding = {r["label"]: r for r in written["rows"] if r["section"] == "decoding"}
     one = next(r for r in decoding.values() if r["schedule"] == "one-per-step")
     assert 15 <= one["mean_steps"] <= 16 and one["speedup_latency"] == 1.0
-    assert decoding["8/step"]["mean_steps"] == 2
+    assert 2 <= decoding["8/step"]["mean_steps"] <= 3
     assert [r["constrained"] for r in written["rows"] if r["section"] == "constrained"] == [False, True]
     batch = [r for r in written["rows"] if r["section"] == "batch"]
     assert [r["batch"] for r in batch] == [1, 2]
