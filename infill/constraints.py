@@ -11,7 +11,8 @@
 - ``remask``: after a full draft, each row's fills are parsed with the top-level statements
   around them (infill/syntax.py; Python's are compiled too, infill/pycompile.py); the slots whose
   token bytes overlap a newly introduced ERROR or MISSING node or SyntaxError are sent back to
-  be denoised again (the sampler bounds the rounds);
+  be denoised again (the sampler bounds the rounds), unless another candidate of the same
+  request is valid already (selection takes valid candidates first, so repairing costs steps for nothing);
 - ``judge``: whether a row's final fill texts are syntax-valid (for ``Fill.valid`` and for
   selection: valid candidates first, then by model score).
 
@@ -110,6 +111,7 @@ class SyntaxConstraint:
             n = int(hole[r].max()) + 1 if (hole[r] >= 0).any() else 0
             self.slots.append([(hole[r] == h).nonzero().flatten().tolist() for h in range(n)])
         self._bytes: dict[int, bytes] = {}
+        self._texts: dict[int, str] = {}
         self._lex: dict[tuple[int, int], tuple[list[int], LexState]] = {}
         self.seconds = 0.0
         self._failed = False
@@ -124,6 +126,12 @@ class SyntaxConstraint:
 
     def _text(self, tokens: list[int]) -> str:
         return b"".join(self.token_bytes(t) for t in tokens).decode("utf-8", "replace")
+
+    def _token_text(self, t: int) -> str:
+        s = self._texts.get(t)
+        if s is None:
+            s = self._texts[t] = self.token_bytes(t).decode("utf-8", "replace")
+        return s
 
     def _fill_tokens(self, ids: list[int]) -> list[int]:
         return ids[: ids.index(self.pad_id)] if self.pad_id in ids else ids
@@ -171,7 +179,7 @@ class SyntaxConstraint:
                         seen += row_masked[k]
                         if tok == self.pad_id or seen == LOOKAHEAD:
                             break
-                        st = lexer.feed(st, self._text([tok]))[0]
+                        st = lexer.feed(st, self._token_text(tok))[0]
             return candidates & ~refuse.to(candidates.device)
         except Exception:  # never break a fill
             self._fail("admissible")
@@ -185,8 +193,8 @@ class SyntaxConstraint:
         if tok == self.pad_id:
             return lexer.can_end(st)
         if not last:
-            return lexer.accepts(st, self._text([tok]))
-        after, ok = lexer.feed(st, self._text([tok]), final=True)
+            return lexer.accepts(st, self._token_text(tok))
+        after, ok = lexer.feed(st, self._token_text(tok), final=True)
         return ok and lexer.can_end(after)
 
     def first_admissible(self, state, r: int, slot: int, tokens: list[int]) -> int | None:
@@ -221,10 +229,12 @@ class SyntaxConstraint:
         try:
             ids = state.ids.cpu()
             flag = torch.zeros(out.shape, dtype=torch.bool)
-            for r, check in enumerate(self.checks):
-                if check is not None:
-                    for s in self._repair_row(check, r, ids[r].tolist()):
-                        flag[r, s] = True
+            blamed = {r: self._repair_row(check, r, ids[r].tolist()) for r, check in enumerate(self.checks) if check is not None}
+            # A request with a valid candidate already has what selection needs: its rows are left as they are.
+            settled = {id(self.checks[r]) for r, slots in blamed.items() if not slots}
+            for r, slots in blamed.items():
+                if id(self.checks[r]) not in settled:
+                    flag[r, sorted(slots)] = True
             return flag.to(out.device)
         except Exception:
             self._fail("remask")
@@ -260,7 +270,7 @@ class SyntaxConstraint:
             else:  # outside every fill (e.g. MISSING '}' at the end): blame the nearest fill before it
                 before = [h for h, (a, _) in enumerate(spans) if a <= err.start] or [0]
                 slots, toks, _ = holes[before[-1]]
-                syntax = [slots[k] for k, t in enumerate(toks) if _SYNTAX_CHARS & set(self._text([t]))]
+                syntax = [slots[k] for k, t in enumerate(toks) if _SYNTAX_CHARS & set(self._token_text(t))]
                 flag.update(syntax or slots[max(len(toks) - 1, 0) :])
         return flag
 

@@ -36,6 +36,7 @@ MAX_HOLE_TOKENS = 512
 MAX_CUTS = 12  # parses spent cutting an invalid fill back to a valid prefix, longest first, at most
 CUTS_PER_PARSE = 4  # and one more per this many tokens of the fill (a long fill is worth more)
 SHORT_CUTS = 4  # then parses of its shortest prefixes
+HEAD_TOKENS = 32  # the window of a retry's fill that is a block header's head alone
 
 
 @dataclass(frozen=True)
@@ -220,10 +221,16 @@ def needs_retry(p: _Prepared, result: FillResult, cancel: CancelFlag | None) -> 
             and any(f.valid is False for f in result.fills))
 
 
-def strict_request(request: FillRequest) -> FillRequest:
+def strict_request(request: FillRequest, shape: Shape) -> FillRequest:
     """The request of a retry: left to right, so that every committed token is one steering
-    judged (a confident token committed out of order escapes it)."""
-    return msgspec.structs.replace(request, options=msgspec.structs.replace(request.options, policy="left-to-right"))
+    judged (a confident token committed out of order escapes it); a fill that is a header's head
+    alone (``shape.head_only``) gets a window of at most HEAD_TOKENS (one line: a longer window
+    only gives a model caught in a loop room to run on)."""
+    options = msgspec.structs.replace(request.options, policy="left-to-right")
+    holes = request.holes
+    if shape.head_only:
+        holes = [*holes[:-1], msgspec.structs.replace(holes[-1], max_tokens=min(holes[-1].max_tokens, HEAD_TOKENS))]
+    return msgspec.structs.replace(request, options=options, holes=holes)
 
 
 def merge_retry(first: FillResult, retry: FillResult) -> FillResult:
@@ -353,7 +360,8 @@ class Engine:
         again = [i for i, r in enumerate(results) if constraint is None and needs_retry(prepared[i], r, cancel)]
         if again:
             retried: list[FillResult | None] = [None] * len(requests)
-            strict = {i: self.prepare(strict_request(requests[i]), header_only(prepared[i].shape)) for i in again}
+            shapes = {i: header_only(prepared[i].shape) for i in again}
+            strict = {i: self.prepare(strict_request(requests[i], shapes[i]), shapes[i]) for i in again}
             self._fill_prepared(strict, again, retried, cancel, None, None)
             for i in again:
                 results[i] = merge_retry(results[i], retried[i])

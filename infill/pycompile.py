@@ -214,9 +214,10 @@ def _line_error(before: str, line: str, ended: bool, grow: bool = True, closers:
         word_at = len(text) if whole else _WORD_END.search(text).start()
         if closers:  # made up: only an error wholly before the last word (and what follows it) counts
             end = offset(e.end_lineno, e.end_offset) if e.end_lineno and e.end_offset else None
-            # Only the parser's plain verdict: others speak of what the closers cut short (a bare
-            # ``*,`` with no name after it yet) or have loose spans (a comma forgotten).
-            if msg != "invalid syntax" or end is None or at < 0 or end >= word_at:
+            # Only the parser's plain verdicts: others speak of what the closers cut short (a bare
+            # ``*,`` with no name after it yet). A forgotten comma's span is loose across lines.
+            plain = msg == "invalid syntax" or (msg.endswith("forgot a comma?") and e.lineno == e.end_lineno)
+            if not plain or end is None or at < 0 or end >= word_at:
                 return False
         elif at < 0 or at > word_at or (at == word_at and _may_grow(text[word_at:])):
             return False  # at the last word, which may yet grow (``i`` into ``if``)

@@ -178,7 +178,7 @@ def choose(score: torch.Tensor, conf: torch.Tensor, allowed: torch.Tensor, k: to
     return pick
 
 
-RESCUE_TOKENS = 256  # how deep a stuck row's first masked slot looks for a token the constraint allows
+RESCUE_TOKENS = 64  # how deep a stuck row's first masked slot looks for a token the constraint allows
 
 
 def rescue(constraint, state: Windows, candidates: torch.Tensor, allowed: torch.Tensor, logp_all: torch.Tensor,

@@ -27,8 +27,9 @@ from .syntax import Document, HoleContext, hole_context
 from .textpos import indent_width
 
 STATEMENT = "pass"
-# Block headers; more than one, as the body may hold what only some allow (``return``, ``break``).
-HEADERS = ("if x:", "def f():", "for x in y:")
+# Block headers; more than one, as the body may hold what only some allow (``return``, ``break``)
+# or the text after it may continue only some (``except`` a ``try``).
+HEADERS = ("if x:", "def f():", "for x in y:", "try:")
 LOOKBACK_LINES = 40  # lines before the hole whose indentation widths are tried when the tree cannot tell
 
 

@@ -32,6 +32,7 @@ from .languages import LanguageSpec
 from .pycompile import line_broken
 from .syntax import HoleContext
 
+MEMO_SIZE = 65536  # remembered scans per lexer (one lexer per hole of a request)
 _RUST_CHAR = re.compile(r"'(?:\\[^\n']{1,10}|[^\\'\n])'")
 
 
@@ -81,6 +82,7 @@ class Lexer:
         if spec.char_literal == "rust":
             self.lookahead = max(self.lookahead, 4)
         self.check_lines = spec.name == "python"  # CPython judges the lines
+        self._memo: dict[tuple[LexState, str, bool], tuple[LexState, bool]] = {}
         self.start = LexState(
             levels=ctx.levels if spec.indent else None,
             after_colon=ctx.after_colon,
@@ -96,7 +98,17 @@ class Lexer:
         """Scan ``text`` after state ``st``; return the new state and whether it broke no rule.
 
         With ``final`` the text is taken to end there (nothing is kept back for lookahead).
+        Memoized: denoising asks about the same drafts step after step.
         """
+        key = (st, text, final)
+        got = self._memo.get(key)
+        if got is None:
+            if len(self._memo) >= MEMO_SIZE:
+                self._memo.clear()
+            got = self._memo[key] = self._scan(st, text, final)
+        return got
+
+    def _scan(self, st: LexState, text: str, final: bool) -> tuple[LexState, bool]:
         spec, ctx, pairs = self.spec, self.ctx, self.pairs
         s = st.tail + text
         stack, popped, kind, delim, esc = list(st.stack), st.popped, st.kind, st.delim, st.escape

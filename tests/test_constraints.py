@@ -256,6 +256,13 @@ def test_remask_flags_exactly_the_planted_bracket():
     assert c.judge(0, ["b"]) is True and c.judge(0, ["b)"]) is False
 
 
+def test_remask_leaves_the_rows_of_a_request_that_has_a_valid_candidate():
+    c = constraint_for(request("y = foo(a, |)\n"), rows=2)
+    bad, good = [TOK["b"], TOK[")"], PAD, PAD], [TOK["b"], PAD, PAD, PAD]
+    assert c.remask(windows([bad, bad])).tolist() == [[False, True, True, True]] * 2
+    assert not c.remask(windows([bad, good])).any()  # selection takes the valid one: no steps for the other
+
+
 def test_remask_blames_an_error_outside_the_fill_on_the_fills_brackets():
     c = constraint_for(request("function f() {\n    |\n}\nlet y = 1;\n", language="javascript", window=4))
     state = windows([[TOK["{"], TOK["x"], PAD, PAD]])  # '{' never closed: MISSING '}' at the end of the file

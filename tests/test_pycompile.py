@@ -90,6 +90,7 @@ def test_first_error_reports_lines_and_columns_as_byte_offsets():
         ("def f(end, end,", False),  # ... its brackets still open
         ("def is_palindrome('abc',", False),  # an error inside a bracket still open
         ("f(a == = ", False),
+        ("f(a b c", False),  # a comma forgotten, on one line, before the last word
     ],
 )
 def test_certainly_wrong_lines(line, ended):

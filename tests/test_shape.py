@@ -25,6 +25,8 @@ def request(doc: str, language: str = "python", constrained: bool = True) -> Fil
         ("def f(xs):\n    for x in xs:\n|            t += x\n", ":\n", (8,)),
         # a statement of the body's level, or a header at a level out of it (``def g():`` at 0)
         ("def f(xs):\n    t = 0\n|    return t\n", "", (4, 0)),
+        # a body whose ``except`` follows: only a ``try:`` opens it
+        ("def f(x):\n|        y = int(x)\n    except ValueError:\n        y = 0\n    return y\n", ":\n", (4,)),
         # an elif chain: only the branch's level keeps it whole
         ("def f(c):\n    if c:\n        x = 1\n|    elif d:\n        x = 2\n", "", (8,)),
     ],
