@@ -284,6 +284,8 @@ def _metrics(records: list[dict], samples: int, generate_s: float, execute_s: fl
         "exact_match": _mean([r["exact"] for r in records]),
         "exact_match_stripped": _mean([r["exact_stripped"] for r in records]),
         "parse_rate": _mean([r["parses"] for r in records]),
+        # the engine's own verdict: no new error node against the document as given (None: unchecked)
+        "engine_valid_rate": _mean([r["valid"] is True for r in records]) if any(r.get("valid") is not None for r in records) else None,
         "mean_fill_chars": _mean([r["fill_chars"] for r in records]),
         "mean_reference_chars": _mean([r["reference_chars"] for r in records]),
         "mean_latency_ms": _mean(latencies),
