@@ -25,6 +25,9 @@ class Options:
     max_tokens: int = 32  # the fill window at the cursor, and the budget of a bare <FILL>
     debounce_ms: int = 30  # wait this long after an automatic request before filling (a newer one cancels it)
     constrained: bool = True  # syntax-checked selection among candidates
+    # A second, stricter round for a fill still invalid (engine.fill_batch): more valid fills, but
+    # such a fill takes about twice as long, so it is off where a keystroke waits.
+    retry: bool = False
     feedback_file: str | None = None  # where infill.recordFeedback writes; None = the user data dir
 
     def model_key(self) -> tuple[str | None, str | None]:
@@ -75,7 +78,7 @@ def _check(name: str, value: Any) -> Any:
         return _int(value, 1, MAX_TOKENS_LIMIT)
     if name == "debounce_ms":
         return _int(value, 0, 10_000)
-    if name == "constrained":
+    if name in ("constrained", "retry"):
         if not isinstance(value, bool):
             raise ValueError(f"expected true or false, got {value!r}")
         return value

@@ -121,7 +121,7 @@ class InfillServer(LanguageServer):
 
     def sampling(self) -> SamplingOptions:
         o = self.options
-        return SamplingOptions(steps=o.steps, threshold=o.threshold, constrained=o.constrained)
+        return SamplingOptions(steps=o.steps, threshold=o.threshold, constrained=o.constrained, retry=o.retry)
 
     # -- filling --------------------------------------------------------------------------------
 

@@ -61,3 +61,4 @@ def test_options_parse_with_defaults_for_bad_values():
     assert parse_options(None) == (Options(), [])
     assert parse_options([1, 2])[0] == Options() and parse_options([1, 2])[1]
     assert parse_options({"debounce_ms": 5, "device": "cuda:1"})[0] == Options(debounce_ms=5, device="cuda:1")
+    assert parse_options({"retry": True})[0] == Options(retry=True) and Options().retry is False  # off where keystrokes wait

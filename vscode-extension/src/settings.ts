@@ -13,11 +13,12 @@ export interface ServerOptions {
     threshold?: number;
     debounceMs?: number;
     constrained?: boolean;
+    retry?: boolean;
     feedbackFile?: string;
 }
 
 export const SERVER_KEYS: readonly (keyof ServerOptions)[] = [
-    "modelPath", "device", "maxTokens", "steps", "threshold", "debounceMs", "constrained", "feedbackFile",
+    "modelPath", "device", "maxTokens", "steps", "threshold", "debounceMs", "constrained", "retry", "feedbackFile",
 ];
 
 /** Settings whose change means a new server process (the others are sent to the running one). */
@@ -58,6 +59,8 @@ export function toServerOptions(get: (key: string) => unknown, exp: Expansion): 
     if (debounceMs !== undefined) out.debounceMs = debounceMs;
     const constrained = get("constrained");
     if (typeof constrained === "boolean") out.constrained = constrained;
+    const retry = get("retry");
+    if (typeof retry === "boolean") out.retry = retry;
     const feedbackFile = str("feedbackFile");
     if (feedbackFile !== undefined) out.feedbackFile = expandPath(feedbackFile, exp.home, exp.workspaceFolder, exp.env);
     return out;
