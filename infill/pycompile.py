@@ -150,20 +150,13 @@ def line_broken(line: str, ended: bool) -> bool:
 def _duplicate_parameter(line: str) -> bool:
     """Is ``line`` a def that names a parameter twice, its last name whole? (The compiler's
     symbol table says so, not the parser: no ``ast`` check of a line sees it.)"""
-    if not _DEF_HEAD.match(line) or line[-1:].isalnum() or line.endswith("_"):
+    if not _DEF_HEAD.match(line) or _WORD_END.search(line).group(0):
         return False  # not a def, or its last name may grow
     head = line.rstrip()
     head = head[:-1] if head.endswith(":") else head
     head += _closing(head)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(head + ":\n pass\n", "<line>", "exec", dont_inherit=True)
-    except SyntaxError as e:
-        return "duplicate argument" in (e.msg or "")
-    except (ValueError, RecursionError, MemoryError, OverflowError):
-        pass
-    return False
+    error = first_error((head + ":\n pass\n").encode("utf-8", "surrogatepass"))
+    return error is not None and "duplicate argument" in error.message
 
 
 def _closing(line: str) -> str:
