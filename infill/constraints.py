@@ -105,11 +105,16 @@ class SyntaxConstraint:
         self.tokenizer = tokenizer
         self.pad_id, self.mask_id = pad_id, mask_id
         hole = hole.cpu()
-        # slots[r][h]: the window slots of hole h in row r, in order.
+        # slots[r][h]: the window slots of hole h in row r, in order (contiguous: spans[r][h] is
+        # their range [start, end)).
         self.slots: list[list[list[int]]] = []
+        self.spans: list[list[tuple[int, int]]] = []
         for r in range(hole.shape[0]):
             n = int(hole[r].max()) + 1 if (hole[r] >= 0).any() else 0
             self.slots.append([(hole[r] == h).nonzero().flatten().tolist() for h in range(n)])
+            self.spans.append([(s[0], s[-1] + 1) if s else (0, 0) for s in self.slots[-1]])
+            if any(s != list(range(a, b)) for s, (a, b) in zip(self.slots[-1], self.spans[-1])):
+                raise ValueError("a hole's window slots must be contiguous")
         self._bytes: dict[int, bytes] = {}
         self._texts: dict[int, str] = {}
         self._lex: dict[tuple[int, int], tuple[list[int], LexState]] = {}
@@ -155,37 +160,45 @@ class SyntaxConstraint:
             return candidates
         t0 = time.perf_counter()
         try:
-            ids, masked, prop, asked = (t.tolist() for t in (state.ids, state.masked, proposal, candidates))
+            rows = [r for r in candidates.any(1).nonzero().flatten().tolist() if self.checks[r] is not None]
             refuse = torch.zeros(state.masked.shape, dtype=torch.bool)
-            for r, check in enumerate(self.checks):
-                if check is None:
-                    continue
-                for h, slots in enumerate(self.slots[r]):
-                    lexer = check.lexers[h] if h < len(check.lexers) else None
-                    if lexer is None or not slots:
-                        continue
-                    row_ids, row_masked, row_prop, row_asked = ([row[k] for k in slots] for row in (ids[r], masked[r], prop[r], asked[r]))
-                    first = next((k for k, m in enumerate(row_masked) if m), None)
-                    if first is None or self.pad_id in row_ids[:first]:
-                        continue
-                    st = self._state(r, h, lexer, row_ids[:first])
-                    seen = 0
-                    for k in range(first, len(slots)):  # the draft: committed tokens and proposals
-                        tok = row_prop[k] if row_masked[k] else row_ids[k]
-                        if row_masked[k] and row_asked[k]:
-                            if not self._may_take(lexer, st, tok, k == len(slots) - 1):
-                                refuse[r, slots[k]] = True
-                                break
-                        seen += row_masked[k]
-                        if tok == self.pad_id or seen == LOOKAHEAD:
-                            break
-                        st = lexer.feed(st, self._token_text(tok))[0]
+            if rows:
+                picked = torch.tensor(rows, device=candidates.device)
+                ids, masked, prop, asked = (t.index_select(0, picked).tolist() for t in (state.ids, state.masked, proposal, candidates))
+                for i, r in enumerate(rows):
+                    lexers = self.checks[r].lexers
+                    for h, span in enumerate(self.spans[r]):
+                        lexer = lexers[h] if h < len(lexers) else None
+                        k = None if lexer is None else self._refused_slot(r, h, lexer, span, ids[i], masked[i], prop[i], asked[i])
+                        if k is not None:
+                            refuse[r, k] = True
             return candidates & ~refuse.to(candidates.device)
         except Exception:  # never break a fill
             self._fail("admissible")
             return candidates
         finally:
             self.seconds += time.perf_counter() - t0
+
+    def _refused_slot(self, r: int, h: int, lexer: Lexer, span: tuple[int, int], ids: list[int], masked: list[bool],
+                      prop: list[int], asked: list[bool]) -> int | None:
+        """The first slot of hole h (window range ``span`` of row r) whose asked proposal the
+        lexer refuses, walking the draft (committed tokens, proposals) over its first
+        LOOKAHEAD masked slots; None if none is."""
+        a, b = span
+        first = next((k for k in range(a, b) if masked[k]), None)
+        if first is None or not any(asked[first:b]) or self.pad_id in ids[a:first]:
+            return None
+        st = self._state(r, h, lexer, ids[a:first])
+        seen = 0
+        for k in range(first, b):
+            tok = prop[k] if masked[k] else ids[k]
+            if masked[k] and asked[k] and not self._may_take(lexer, st, tok, k == b - 1):
+                return k
+            seen += masked[k]
+            if tok == self.pad_id or seen == LOOKAHEAD:
+                return None
+            st = lexer.feed(st, self._token_text(tok))[0]
+        return None
 
     def _may_take(self, lexer: Lexer, st: LexState, tok: int, last: bool) -> bool:
         """May a slot after the state ``st`` take token ``tok``? ``last``: the window's last slot

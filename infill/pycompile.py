@@ -148,15 +148,36 @@ def line_broken(line: str, ended: bool) -> bool:
 
 
 def _duplicate_parameter(line: str) -> bool:
-    """Is ``line`` a def that names a parameter twice, its last name whole? (The compiler's
-    symbol table says so, not the parser: no ``ast`` check of a line sees it.)"""
-    if not _DEF_HEAD.match(line) or _WORD_END.search(line).group(0):
-        return False  # not a def, or its last name may grow
-    head = line.rstrip()
-    head = head[:-1] if head.endswith(":") else head
-    head += _closing(head)
-    error = first_error((head + ":\n pass\n").encode("utf-8", "surrogatepass"))
-    return error is not None and "duplicate argument" in error.message
+    """Is ``line`` a def (maybe cut off) that names a parameter twice? Only whole names count
+    (the last word of a cut-off line may still grow). The compiler's symbol table says so, not
+    the parser: no ``ast`` check of a line sees it, and a cut-off line does not compile."""
+    if not _DEF_HEAD.match(line) or "lambda" in line:  # a lambda's parameters sit among the def's
+        return False
+    names = _parameter_names(line)
+    return len(names) != len(set(names))
+
+
+def _parameter_names(line: str) -> list[str]:
+    """The whole parameter names of a def's head, in order (the text after the def's name)."""
+    toks = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(line).readline):
+            toks.append(tok)
+    except (tokenize.TokenError, SyntaxError):
+        pass  # the end of a cut-off line: what came before it is read
+    toks = [t for t in toks if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.ENDMARKER)]
+    names, depth = [], 0
+    for k, tok in enumerate(toks):
+        if tok.type == tokenize.OP and tok.string in "([{":
+            depth += 1
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            depth -= 1
+            if depth == 0:
+                break  # the parameter list ends
+        elif (depth == 1 and tok.type == tokenize.NAME and k + 1 < len(toks)
+              and toks[k - 1].string in ("(", ",", "*", "**")):
+            names.append(tok.string)  # a token follows it: the name is whole
+    return names
 
 
 def _closing(line: str) -> str:

@@ -30,7 +30,14 @@ STATEMENT = "pass"
 # Block headers; more than one, as the body may hold what only some allow (``return``, ``break``)
 # or the text after it may continue only some (``except`` a ``try``).
 HEADERS = ("if x:", "def f():", "for x in y:", "try:")
+# A header's head for each word that starts one (the ':' is the opener's): a retry's head may
+# start only with a word whose stand-in parses (after an ``if`` body ``else`` may; before an
+# ``except`` only ``try`` may).
+HEADS = {"if": "if x", "elif": "elif x", "else": "else", "for": "for x in y", "while": "while x", "with": "with x",
+         "try": "try", "except": "except", "finally": "finally", "def": "def f()", "class": "class C",
+         "async": "async def f()"}
 LOOKBACK_LINES = 40  # lines before the hole whose indentation widths are tried when the tree cannot tell
+LOOKAHEAD_LINES = 8  # lines after the hole whose widths deeper than the levels may be tried after a ':'
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,8 @@ class Shape:
     first_indents: tuple[int, ...] | None = None  # where a line there parses; None: unknown
     levels: tuple[int, ...] | None = None  # Python's indentation levels at the hole (read with a stand-in)
     head_only: bool = False  # with an opener: the fill is one line, the header's head (a retry's strict shape)
+    head_words: tuple[str, ...] = ()  # with head_only: the words the head may start with (HEADS)
+    closes: bool = False  # a retry's: the fill closes the brackets open at it that the text after it leaves open
     # The width where a retry's fill is a block header (where no statement parses; see
     # shape_of) and the opener that says so: what :func:`header_only` turns this shape into.
     header_indents: tuple[int, ...] = ()
@@ -71,18 +80,21 @@ def shape_of(request: FillRequest) -> Shape:
     ctx = hole_context(doc, 0)
     if ctx.in_text or ctx.base:
         return Shape()
-    widths = _widths(text[: h.start], ctx)
-
     def fits(k: int, stand_in: str) -> bool:
         return doc.valid([(" " * k + stand_in + end).encode()])
 
-    statements = tuple(k for k in widths if fits(k, STATEMENT))
-    headers: dict[int, str] = {}  # width -> the first stand-in header that parses there
-    for k in widths:
-        header = next((x for x in HEADERS if fits(k, x)), None)
-        if header:
-            headers[k] = header
-    if not statements and not headers:
+    # The levels' widths; where nothing parses at any of them, the deeper ones the text after
+    # the hole shows (tried only then: an error there that the empty hole has too is excused).
+    for widths in (_widths(text[: h.start], ctx), _deeper_widths(text[h.end :], ctx)):
+        statements = tuple(k for k in widths if fits(k, STATEMENT))
+        headers: dict[int, str] = {}  # width -> the first stand-in header that parses there
+        for k in widths:
+            header = next((x for x in HEADERS if fits(k, x)), None)
+            if header:
+                headers[k] = header
+        if statements or headers:
+            break
+    else:
         return Shape()
     levels = ctx.levels
     if levels is None:  # the hole left empty breaks the tree around it: read the levels with a stand-in in it
@@ -102,22 +114,22 @@ def shape_of(request: FillRequest) -> Shape:
 
 
 def header_only(shape: Shape) -> Shape:
-    """The strict shape of a retry: where a block header parses at some width where no statement
-    does, the fill is that header's head alone (one line at one of those widths; the opener adds
-    the ':'); otherwise ``shape`` as it is."""
-    if not shape.header_indents:
-        return shape
-    return replace(shape, opener=shape.header_opener, first_indents=shape.header_indents, head_only=True)
+    """The strict shape of a retry: the fill closes the brackets the text after it leaves open;
+    where a block header parses at some width where no statement does, the fill is that header's
+    head alone (one line at one of those widths, starting with a word of HEADS whose stand-in
+    parses there; the opener adds the ':'); otherwise ``shape`` as it is."""
+    if not shape.header_indents or shape.doc is None:
+        return replace(shape, closes=True)
+    k, doc = shape.header_indents[0], shape.doc
+    words = tuple(w for w, head in HEADS.items() if doc.valid([(" " * k + head + shape.header_opener).encode()]))
+    return replace(shape, opener=shape.header_opener, first_indents=shape.header_indents, head_only=True,
+                   head_words=words, closes=True)
 
 
 def _widths(prefix: str, ctx: HoleContext) -> list[int]:
     """Indentation widths a fill's first line may have, innermost first: the levels open at the
     hole (or, where the tree cannot tell, those of the lines before it), and one deeper after a ':'."""
-    if ctx.levels is not None:
-        widths = set(ctx.levels)
-    else:
-        lines = [ln for ln in prefix.split("\n")[-LOOKBACK_LINES:] if ln.strip() and "\t" not in ln[: len(ln) - len(ln.lstrip())]]
-        widths = {indent_width(ln) for ln in lines} | {0}
+    widths = set(ctx.levels) if ctx.levels is not None else _widths_of(prefix.split("\n")[-LOOKBACK_LINES:]) | {0}
     if ctx.after_colon:
         ordered = sorted(widths)
         unit = min((b - a for a, b in zip(ordered, ordered[1:])), default=4)
@@ -125,13 +137,26 @@ def _widths(prefix: str, ctx: HoleContext) -> list[int]:
     return sorted(widths, reverse=True)
 
 
+def _deeper_widths(suffix: str, ctx: HoleContext) -> list[int]:
+    """After a ':' whose levels are known, the widths of the lines after the hole that are deeper
+    than those levels (a file indented by other units than its levels show), innermost first."""
+    if not ctx.after_colon or ctx.levels is None:
+        return []
+    return sorted((k for k in _widths_of(suffix.split("\n")[:LOOKAHEAD_LINES]) if k > max(ctx.levels)), reverse=True)
+
+
+def _widths_of(lines: list[str]) -> set[int]:
+    return {indent_width(ln) for ln in lines if ln.strip() and "\t" not in ln[: len(ln) - len(ln.lstrip())]}
+
+
 def before_opener(ctx: HoleContext, shape: Shape) -> HoleContext:
     """The steering context of a hole, read from the original text, with what its shape adds:
     the opener after it, the first line's widths, the levels the tree could not tell."""
-    ctx = replace(ctx, first_indents=shape.first_indents, levels=ctx.levels if ctx.levels is not None else shape.levels)
+    ctx = replace(ctx, first_indents=shape.first_indents, levels=ctx.levels if ctx.levels is not None else shape.levels,
+                  closes=shape.closes)
     if not shape.opener:
         return ctx
-    ctx = replace(ctx, next_char=":", colon_rest=True, head_only=shape.head_only)
+    ctx = replace(ctx, next_char=":", colon_rest=True, head_only=shape.head_only, head_words=shape.head_words)
     if shape.opener.endswith("\n"):  # the text after the hole now starts on the line after the ':'
         return replace(ctx, seam_next=ctx.seam_here, clause_next=ctx.clause_here)
     return ctx

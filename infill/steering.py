@@ -15,7 +15,8 @@ A token is refused only when it makes an error that no later token can undo:
   (CPython's verdict on the line alone, infill/pycompile.py): ``x = = 1`` at its second '=',
   ``if x == 1`` at its line break, ``print x``;
 - the end of the fill (pad) inside a string or block comment, or with its own brackets open;
-- Python, a header's head only (``HoleContext.head_only``): a line break, a comment, a ':' of its own, or a line whose first word starts no compound statement;
+- Python, a header's head only (``HoleContext.head_only``): a line break, a comment, a ':' of its own, or a line whose first word starts no compound statement (none of ``head_words``);
+- the end of a fill that ``closes`` (a retry's) with brackets open before the hole that the text after it leaves open;
 - Python: the end of the fill where the next line of the text after it would be indented
   wrongly (a body left behind with no ':' to open it, a ':' with no body, a dedent to no level,
   an ``else:`` or ``except:`` after a statement of its own level instead of a block).
@@ -26,7 +27,7 @@ It does not know tokens or tensors (infill/constraints.py maps those to text).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .languages import LanguageSpec
 from .pycompile import line_broken
@@ -40,17 +41,18 @@ _HEADER_WORDS = ("if", "elif", "else", "for", "while", "try", "except", "finally
 _FIRST_WORD = re.compile(r"\w*")
 
 
-def _not_a_header(line: str) -> bool:
-    """Python: can a logical line that starts so not be a block header (its first word is no
-    compound statement's, nor the start of one)?"""
+def _not_a_header(line: str, words: tuple[str, ...] = _HEADER_WORDS) -> bool:
+    """Python: can a logical line that starts so not be a block header (its first word is none
+    of ``words``, compound statements' first words, nor the start of one)?"""
     word = _FIRST_WORD.match(line).group(0)
     if len(word) < len(line):
-        return word not in _HEADER_WORDS
-    return not any(w.startswith(word) for w in _HEADER_WORDS)
+        return word not in words
+    return not any(w.startswith(word) for w in words)
 
 
-@dataclass(frozen=True)
-class LexState:
+class LexState(NamedTuple):
+    """A lexer state (a tuple: hashed fast, as the memo's key)."""
+
     stack: tuple[str, ...] = ()  # brackets the fill opened and has not closed
     popped: int = 0  # brackets of the left context the fill has closed
     kind: str = ""  # "" (code), "str", "line" (comment) or "block" (comment)
@@ -232,7 +234,7 @@ class Lexer:
         if line is not None and acc is not None:
             line += s[acc:i]
             ok = ok and (len(line) == known or not self._breaks(line, known, ended=False))
-            ok = ok and not (ctx.head_only and _not_a_header(line))
+            ok = ok and not (ctx.head_only and _not_a_header(line, ctx.head_words or _HEADER_WORDS))
         new = LexState(
             tuple(stack), popped, kind, delim, esc, tail,
             tuple(levels) if levels is not None else None, after_colon, at_start, indent, last_sig, cont, started, line,
@@ -258,6 +260,8 @@ class Lexer:
             return False
         if st.kind == "line" and self.ctx.next_char not in ("", "\n", "\r"):
             return False  # the comment would swallow the rest of the line
+        if self.ctx.closes and st.popped < self.ctx.unclosed:
+            return False
         return (not st.stack or self.ctx.surplus) and self._seam_ok(st) and not self._ends_broken(st)
 
     def _ends_broken(self, st: LexState) -> bool:

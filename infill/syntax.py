@@ -167,6 +167,10 @@ class HoleContext:
     base: tuple[str, ...] = ()  # brackets open before the hole (opener tokens, outermost first)
     needed: int = 0  # how many of the innermost ``base`` entries the text after the hole closes
     surplus: bool = False  # the text after the hole closes more than ``base`` holds
+    # The last hole: how many of ``base`` the text after it leaves open (all or none: the fill can
+    # close them only when that text closes none); a fill that ``closes`` must close them.
+    unclosed: int = 0
+    closes: bool = False
     next_char: str = ""  # the first character after the hole ("" at the end)
     levels: tuple[int, ...] | None = None  # Python: indentation levels, current last; None = unknown
     after_colon: bool = False  # Python: the last logical line ended with ':'
@@ -188,6 +192,7 @@ class HoleContext:
     # Python: the fill is only the head of the block header whose ':' follows the hole (one
     # logical line, no ':' of its own); set for a retry of a fill that found no valid header.
     head_only: bool = False
+    head_words: tuple[str, ...] = ()  # with head_only: the words the head may start with (none: any header's)
 
 
 def _brackets(g: Grammar, root, start: int, end: int | None) -> list:
@@ -263,6 +268,8 @@ def hole_context(doc: Document, i: int) -> HoleContext:
     before = data[row:s]
     at_line_start = not before.strip()
     ctx = dict(base=tuple(stack), needed=needed, surplus=surplus, at_line_start=at_line_start and not stack)
+    if i + 1 == len(doc.spans) and not needed and not surplus:
+        ctx["unclosed"] = len(stack)
     ctx["next_char"] = data[e : e + 1].decode("utf-8", "replace")
     ctx["indent"] = indent_width(before) if at_line_start else 0
     if g.spec.indent:

@@ -88,6 +88,8 @@ def test_first_error_reports_lines_and_columns_as_byte_offsets():
         ("def f(self, n, n)", False),  # a parameter named twice (the compiler's symbol table says so)
         ("def f(self, n, n):", True),
         ("def f(end, end,", False),  # ... its brackets still open
+        ("def string_xor(xor, yor, yor=None.", False),  # ... what follows the name does not parse
+        ("def f(\n    a: int,\n    a=1", False),  # ... on a logical line of more than one line
         ("def is_palindrome('abc',", False),  # an error inside a bracket still open
         ("f(a == = ", False),
         ("f(a b c", False),  # a comma forgotten, on one line, before the last word
@@ -125,6 +127,8 @@ def test_certainly_wrong_lines(line, ended):
         ('"a" f', False),  # a string prefix (``"a" f"b"``)
         ("def f(self, n, m)", False),
         ("def f(end, end", False),  # the last name may grow (``end2``)
+        ("def f(a, b=lambda a, b: 0)", False),  # a lambda's parameters are its own
+        ("def f(a: dict[str, a], b=a)", False),  # annotations and defaults name no parameter
         ("def f(a, *,", False),  # what closing the bracket now would draw (a bare '*') is not counted
         ("d = {'a': ", False),
         ("f(x i", False),

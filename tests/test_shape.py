@@ -1,5 +1,7 @@
 """Stand-in fills tell a Python hole's shape: a block opener after it, its first line's widths."""
 
+from dataclasses import replace
+
 import pytest
 
 from infill.protocol import FillRequest, Hole, SamplingOptions
@@ -119,4 +121,41 @@ def test_a_retry_fills_a_header_where_only_a_header_parses():
 
 def test_no_retry_header_at_the_top_level_where_a_statement_fits():
     shape = shape_of(request("def f(xs):\n    t = 0\n|    return t\n"))
-    assert shape.first_indents == (4, 0) and shape.header_indents == () and header_only(shape) == shape
+    assert shape.first_indents == (4, 0) and shape.header_indents == ()
+    assert header_only(shape) == replace(shape, closes=True)  # the retry only closes what it opens
+
+
+def _retry_lexer(text: str) -> Lexer:
+    req = request(text)
+    g = grammar("python")
+    ctx = before_opener(hole_context(Document(g, req.text, [(req.holes[0].start, req.holes[0].end)]), 0),
+                        header_only(shape_of(req)))
+    return Lexer(g.spec, ctx)
+
+
+def test_a_retry_header_before_an_except_is_a_try():
+    lx = _retry_lexer("def f(s):\n    n = 0\n|        n = int(s)\n    except ValueError:\n        pass\n    return n\n")
+    assert lx.ctx.head_words == ("try",)
+    st, ok = lx.feed(lx.start, "    try")
+    assert ok and lx.can_end(st)
+    for wrong in ("    if s", "    for c in s", "    def g()"):
+        assert not lx.accepts(lx.start, wrong), wrong
+
+
+def test_a_retry_closes_the_brackets_the_text_after_it_leaves_open():
+    text = "def f():\n    names = {\n        1: 'one',\n|    return names\n"
+    lx = _retry_lexer(text)
+    assert lx.ctx.unclosed == 1 and lx.ctx.closes
+    st, ok = lx.feed(lx.start, "        2: 'two',\n")
+    assert ok and not lx.can_end(st)  # the dict is still open
+    st, ok = lx.feed(st, "    }\n")
+    assert ok and lx.can_end(st)
+    first = Lexer(lx.spec, replace(lx.ctx, closes=False))  # the first round lets the fill end open
+    assert first.can_end(first.feed(first.start, "        2: 'two',\n")[0])
+
+
+def test_a_header_may_go_as_deep_as_the_lines_after_the_hole_show():
+    # The levels say 0 and 4, the ':' one unit deeper (8); the body after the hole is at 8 and
+    # the line after it at 6: only a header at 6 parses.
+    shape = shape_of(request("def f(arr):\n    i = 1\n    while i < len(arr):\n|        ind = i\n      i += 1\n    return i\n"))
+    assert shape.opener == ":\n" and shape.first_indents == (6,)
