@@ -114,16 +114,27 @@ def propose(
     ``noise`` uniform [..., V] when sampling with a temperature. Returns four tensors of shape
     logp.shape[:-1].
     """
-    if schedule.temperature > 0:
-        tempered = torch.log_softmax(logp / schedule.temperature, dim=-1)
-        if schedule.top_p < 1.0:
-            tempered = top_p_filter(tempered, schedule.top_p)
-        gumbel = -torch.log(-torch.log(noise.to(tempered.device).clamp_min(1e-20)))
-        token = (tempered + gumbel).argmax(-1)
-        dist = tempered
-    else:
-        token = logp.argmax(-1)
-        dist = logp
+    dist = sampling_dist(logp, schedule)
+    token = (dist + gumbel(noise, dist)).argmax(-1) if schedule.temperature > 0 else logp.argmax(-1)
+    return (token, *judge_tokens(logp, dist, token, schedule))
+
+
+def sampling_dist(logp: torch.Tensor, schedule: Schedule) -> torch.Tensor:
+    """The log-probabilities tokens are drawn from: ``logp`` itself when greedy, else tempered
+    (and cut to the nucleus)."""
+    if schedule.temperature <= 0:
+        return logp
+    tempered = torch.log_softmax(logp / schedule.temperature, dim=-1)
+    return top_p_filter(tempered, schedule.top_p) if schedule.top_p < 1.0 else tempered
+
+
+def gumbel(noise: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    return -torch.log(-torch.log(noise.to(like.device).clamp_min(1e-20)))
+
+
+def judge_tokens(logp: torch.Tensor, dist: torch.Tensor, token: torch.Tensor,
+                 schedule: Schedule) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per slot, for its ``token``: the log-probability, the confidence (under ``dist``) and the policy's score."""
     conf = dist.gather(-1, token[..., None])[..., 0].exp()
     if schedule.policy in ("confidence", "left-to-right"):  # left-to-right reorders in the loop
         score = conf
@@ -134,7 +145,16 @@ def propose(
         score = (dist.exp() * dist.clamp_min(-1e9)).sum(-1)  # minus the entropy: higher is surer
     else:
         raise ValueError(f"unknown unmasking policy {schedule.policy!r}")
-    return token, logp.gather(-1, token[..., None])[..., 0], conf, score
+    return logp.gather(-1, token[..., None])[..., 0], conf, score
+
+
+def ranked(logp: torch.Tensor, schedule: Schedule, noise: torch.Tensor | None, depth: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per slot, the ``depth`` tokens :func:`propose` would pick, best first (the first is its
+    proposal, the next are what it proposes once those before are ruled out) [..., depth]; and
+    the sampling distribution."""
+    dist = sampling_dist(logp, schedule)
+    keys = dist + gumbel(noise, dist) if schedule.temperature > 0 else logp
+    return keys.topk(min(depth, keys.shape[-1]), dim=-1).indices, dist
 
 
 def scatter(values: torch.Tensor, where: torch.Tensor, fill) -> torch.Tensor:
@@ -191,8 +211,7 @@ def rescue(constraint, state: Windows, candidates: torch.Tensor, allowed: torch.
     if ask is None or not stuck.any():
         return
     token, logp, conf = proposal
-    index = torch.full(candidates.shape, -1, dtype=torch.long, device=candidates.device)
-    index[candidates] = torch.arange(int(candidates.sum()), device=candidates.device)  # row of logp_all
+    index = numbered(candidates)  # row of logp_all
     first = first_masked(torch.zeros_like(state.hole), candidates)
     for r in stuck.nonzero().flatten().tolist():
         slot = int(first[r].nonzero()[0])
@@ -202,6 +221,13 @@ def rescue(constraint, state: Windows, candidates: torch.Tensor, allowed: torch.
         if t is not None:
             token[r, slot], logp[r, slot], conf[r, slot] = t, lp[t], lp[t].exp()
             allowed[r, slot] = True
+
+
+def numbered(where: torch.Tensor) -> torch.Tensor:
+    """[R, W] long: the True slots of ``where`` numbered 0, 1, ... in row-major order; -1 elsewhere."""
+    out = torch.full(where.shape, -1, dtype=torch.long, device=where.device)
+    out[where] = torch.arange(int(where.sum()), device=where.device)
+    return out
 
 
 def first_masked(hole: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
@@ -330,21 +356,21 @@ def denoise_steps(
         score = scatter(score_m, candidates, float("-inf"))
         allowed = constraint.admissible(state, token, candidates) & candidates
         refused = candidates & ~allowed
-        banned = None
-        for _ in range(schedule.alternatives):  # propose the best token the constraint allows instead
-            if not refused.any():
-                break
-            if banned is None:
-                banned = torch.zeros(logp_all.shape, dtype=torch.bool, device=logp_all.device)
-            alt = refused[candidates]
-            banned[alt.nonzero().flatten(), token[refused]] = True
-            alt_t, alt_lp, alt_c, alt_s = propose(logp_all[alt].masked_fill(banned[alt], float("-inf")), schedule,
-                                                  None if noise is None else noise[alt])
-            token[refused], logp[refused], conf[refused], score[refused] = alt_t, alt_lp, alt_c, alt_s
-            ok = constraint.admissible(state, token, refused) & refused
-            allowed |= ok
-            refused &= ~ok
-        if banned is not None:  # tokens were replaced: what follows them in the draft is judged again
+        if refused.any() and schedule.alternatives:  # propose the best tokens the constraint allows instead
+            row_of, at = numbered(candidates), numbered(refused)  # a slot's row of logp_all, of order
+            alt = row_of[refused]
+            order, dist = ranked(logp_all[alt], schedule, None if noise is None else noise[alt], schedule.alternatives + 1)
+            for j in range(1, order.shape[1]):
+                if not refused.any():
+                    break
+                k = at[refused]
+                t = order[k, j]
+                token[refused] = t
+                logp[refused], conf[refused], score[refused] = judge_tokens(logp_all[row_of[refused]], dist[k], t, schedule)
+                ok = constraint.admissible(state, token, refused) & refused
+                allowed |= ok
+                refused &= ~ok
+            # Tokens were replaced: what follows them in the draft is judged again.
             again = constraint.admissible(state, token, allowed) & allowed
             refused |= allowed & ~again
             allowed = again

@@ -87,8 +87,8 @@ def shape_of(request: FillRequest) -> Shape:
     # the hole shows (tried only then: an error there that the empty hole has too is excused).
     for widths in (_widths(text[: h.start], ctx), _deeper_widths(text[h.end :], ctx)):
         statements = tuple(k for k in widths if fits(k, STATEMENT))
-        headers: dict[int, str] = {}  # width -> the first stand-in header that parses there
-        for k in widths:
+        headers: dict[int, str] = {}  # width -> the first stand-in header that parses there (where no statement does)
+        for k in (k for k in widths if k not in statements):
             header = next((x for x in HEADERS if fits(k, x)), None)
             if header:
                 headers[k] = header

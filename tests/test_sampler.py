@@ -8,7 +8,8 @@ import torch
 
 from infill.errors import Cancelled
 from infill.model import BoundContext, DiffusionLM, ModelConfig
-from infill.sampler import Schedule, Windows, choose, denoise, denoise_steps, pad_tail, tokens_this_step, top_p_filter
+from infill.sampler import (Schedule, Windows, choose, denoise, denoise_steps, pad_tail, propose, ranked, tokens_this_step,
+                            top_p_filter)
 
 V = 16
 PAD, MASK = 0, 1
@@ -380,3 +381,17 @@ def test_a_stuck_slot_takes_the_best_token_the_constraint_allows_from_deep_in_it
     state = fresh(W=1)  # a constraint that cannot name one: the best slot is forced, as before
     denoise(Ranked(), empty_ctx(1), state, Schedule(steps=1, pad_in_order=False, alternatives=2), constraint=RefusesAt(0))
     assert state.ids[0].tolist() == [5]
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_ranked_tokens_are_what_propose_picks_once_the_better_ones_are_ruled_out(temperature):
+    torch.manual_seed(0)
+    logp = torch.log_softmax(torch.randn(5, 40), dim=-1)
+    noise = torch.rand(5, 40) if temperature else None
+    schedule = Schedule(steps=1, temperature=temperature)
+    order, _ = ranked(logp, schedule, noise, depth=4)
+    banned = torch.zeros_like(logp, dtype=torch.bool)
+    for j in range(4):
+        token = propose(logp.masked_fill(banned, float("-inf")), schedule, noise)[0]
+        assert torch.equal(order[:, j], token)
+        banned[torch.arange(5), token] = True
