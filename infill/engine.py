@@ -351,8 +351,9 @@ class Engine:
         """Fill many requests, denoising them together in chunks of at most max_batch_slots.
 
         A constrained request whose best candidate is still invalid gets one more round, left to
-        right (:func:`strict_request`) and, where a block header would fit, filled with a
-        header's head (infill/shape.py, :func:`header_only`); its result is the retry's where that is valid.
+        right (:func:`strict_request`), closing the brackets the text after the hole leaves open
+        and, where a block header would fit, filled with a header's head (infill/shape.py,
+        :func:`header_only`); its result is the retry's where that is valid.
         """
         prepared = [self.prepare(r) for r in requests]
         results: list[FillResult | None] = [None] * len(requests)
