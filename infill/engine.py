@@ -26,7 +26,7 @@ from .errors import InfillError, ModelLoadError, RequestError
 from .model import DiffusionLM, load_model, read_config
 from .protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
 from .sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, denoise_steps
-from .shape import Shape, header_only, shape_of
+from .shape import Shape, shape_of, strict_shape
 from .tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)
@@ -353,7 +353,7 @@ class Engine:
         A constrained request whose best candidate is still invalid gets one more round, left to
         right (:func:`strict_request`), closing the brackets the text after the hole leaves open
         and, where a block header would fit, filled with a header's head (infill/shape.py,
-        :func:`header_only`); its result is the retry's where that is valid.
+        :func:`strict_shape`); its result is the retry's where that is valid.
         """
         prepared = [self.prepare(r) for r in requests]
         results: list[FillResult | None] = [None] * len(requests)
@@ -361,7 +361,7 @@ class Engine:
         again = [i for i, r in enumerate(results) if constraint is None and needs_retry(prepared[i], r, cancel)]
         if again:
             retried: list[FillResult | None] = [None] * len(requests)
-            shapes = {i: header_only(prepared[i].shape) for i in again}
+            shapes = {i: strict_shape(prepared[i].shape) for i in again}
             strict = {i: self.prepare(strict_request(requests[i], shapes[i]), shapes[i]) for i in again}
             self._fill_prepared(strict, again, retried, cancel, None, None)
             for i in again:

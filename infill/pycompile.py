@@ -159,13 +159,8 @@ def _duplicate_parameter(line: str) -> bool:
 
 def _parameter_names(line: str) -> list[str]:
     """The whole parameter names of a def's head, in order (the text after the def's name)."""
-    toks = []
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(line).readline):
-            toks.append(tok)
-    except (tokenize.TokenError, SyntaxError):
-        pass  # the end of a cut-off line: what came before it is read
-    toks = [t for t in toks if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.ENDMARKER)]
+    skip = (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.ENDMARKER)
+    toks = [t for t in _tokens(line) if t.type not in skip]
     names, depth = [], 0
     for k, tok in enumerate(toks):
         if tok.type == tokenize.OP and tok.string in "([{":
@@ -180,17 +175,25 @@ def _parameter_names(line: str) -> list[str]:
     return names
 
 
+def _tokens(line: str) -> list[tokenize.TokenInfo]:
+    """Python's tokens of ``line``, as far as a cut-off line can be read."""
+    toks = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(line).readline):
+            toks.append(tok)
+    except (tokenize.TokenError, SyntaxError):
+        pass  # the end of a cut-off line: what came before it is read
+    return toks
+
+
 def _closing(line: str) -> str:
     """The brackets that close what ``line`` (cut off) leaves open, innermost first."""
     pairs, stack = {"(": ")", "[": "]", "{": "}"}, []
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(line).readline):
-            if tok.type == tokenize.OP and tok.string in pairs:
-                stack.append(pairs[tok.string])
-            elif tok.type == tokenize.OP and tok.string in ")]}" and stack:
-                stack.pop()
-    except (tokenize.TokenError, SyntaxError):
-        pass  # the end of a cut-off line: what came before it is read
+    for tok in _tokens(line):
+        if tok.type == tokenize.OP and tok.string in pairs:
+            stack.append(pairs[tok.string])
+        elif tok.type == tokenize.OP and tok.string in ")]}" and stack:
+            stack.pop()
     return "".join(reversed(stack))
 
 

@@ -27,15 +27,15 @@ from .syntax import Document, HoleContext, hole_context
 from .textpos import indent_width
 
 STATEMENT = "pass"
-# Block headers; more than one, as the body may hold what only some allow (``return``, ``break``)
-# or the text after it may continue only some (``except`` a ``try``).
-HEADERS = ("if x:", "def f():", "for x in y:", "try:")
 # A header's head for each word that starts one (the ':' is the opener's): a retry's head may
 # start only with a word whose stand-in parses (after an ``if`` body ``else`` may; before an
 # ``except`` only ``try`` may).
 HEADS = {"if": "if x", "elif": "elif x", "else": "else", "for": "for x in y", "while": "while x", "with": "with x",
          "try": "try", "except": "except", "finally": "finally", "def": "def f()", "class": "class C",
          "async": "async def f()"}
+# Block headers; more than one, as the body may hold what only some allow (``return``, ``break``)
+# or the text after it may continue only some (``except`` a ``try``).
+HEADERS = tuple(HEADS[w] + ":" for w in ("if", "def", "for", "try"))
 LOOKBACK_LINES = 40  # lines before the hole whose indentation widths are tried when the tree cannot tell
 LOOKAHEAD_LINES = 8  # lines after the hole whose widths deeper than the levels may be tried after a ':'
 
@@ -51,7 +51,7 @@ class Shape:
     head_words: tuple[str, ...] = ()  # with head_only: the words the head may start with (HEADS)
     closes: bool = False  # a retry's: the fill closes the brackets open at it that the text after it leaves open
     # The width where a retry's fill is a block header (where no statement parses; see
-    # shape_of) and the opener that says so: what :func:`header_only` turns this shape into.
+    # shape_of) and the opener that says so: what :func:`strict_shape` turns this shape into.
     header_indents: tuple[int, ...] = ()
     header_opener: str = ""
     # The request's parsed document, for the syntax checks to reuse (not part of the shape).
@@ -113,7 +113,7 @@ def shape_of(request: FillRequest) -> Shape:
                  header_indents=tuple(only), header_opener=":" + end if only else "")
 
 
-def header_only(shape: Shape) -> Shape:
+def strict_shape(shape: Shape) -> Shape:
     """The strict shape of a retry: the fill closes the brackets the text after it leaves open;
     where a block header parses at some width where no statement does, the fill is that header's
     head alone (one line at one of those widths, starting with a word of HEADS whose stand-in

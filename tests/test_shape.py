@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from infill.protocol import FillRequest, Hole, SamplingOptions
-from infill.shape import Shape, before_opener, header_only, shape_of
+from infill.shape import Shape, before_opener, shape_of, strict_shape
 from infill.steering import Lexer
 from infill.languages import grammar
 from infill.syntax import Document, hole_context
@@ -105,7 +105,7 @@ def test_a_retry_fills_a_header_where_only_a_header_parses():
     shape = shape_of(req)
     assert shape.opener == "" and shape.first_indents == (12, 8, 4)
     assert shape.header_indents == (8,) and shape.header_opener == ":\n"
-    strict = header_only(shape)
+    strict = strict_shape(shape)
     assert strict.opener == ":\n" and strict.first_indents == (8,) and strict.head_only
     g = grammar("python")
     ctx = before_opener(hole_context(Document(g, req.text, [(req.holes[0].start, req.holes[0].end)]), 0), strict)
@@ -122,14 +122,14 @@ def test_a_retry_fills_a_header_where_only_a_header_parses():
 def test_no_retry_header_at_the_top_level_where_a_statement_fits():
     shape = shape_of(request("def f(xs):\n    t = 0\n|    return t\n"))
     assert shape.first_indents == (4, 0) and shape.header_indents == ()
-    assert header_only(shape) == replace(shape, closes=True)  # the retry only closes what it opens
+    assert strict_shape(shape) == replace(shape, closes=True)  # the retry only closes what it opens
 
 
 def _retry_lexer(text: str) -> Lexer:
     req = request(text)
     g = grammar("python")
     ctx = before_opener(hole_context(Document(g, req.text, [(req.holes[0].start, req.holes[0].end)]), 0),
-                        header_only(shape_of(req)))
+                        strict_shape(shape_of(req)))
     return Lexer(g.spec, ctx)
 
 
