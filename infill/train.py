@@ -199,7 +199,10 @@ def ensure_corpus(cfg: TrainConfig) -> Path:
 
 
 def ensure_tokenizer(cfg: TrainConfig, corpus: Path) -> Tokenizer:
+    """The run's tokenizer: the one given, the run's own, the initial model's, or one trained here."""
     path = cfg.tokenizer or cfg.run_dir / "tokenizer.json"
+    if cfg.init_from is not None:
+        path = _init_tokenizer(cfg.init_from, cfg.tokenizer)
     if path.is_file():
         return Tokenizer.from_file(path)
     log.info("training a %d-token BPE tokenizer", cfg.vocab_size)
@@ -218,6 +221,16 @@ def ensure_tokenizer(cfg: TrainConfig, corpus: Path) -> Tokenizer:
     path.parent.mkdir(parents=True, exist_ok=True)
     tok.save(path)
     return tok
+
+
+def _init_tokenizer(init_from: Path, given: Path | None) -> Path:
+    """Weights continued from a model mean its token ids: train with its tokenizer, never another."""
+    own = init_from / "tokenizer.json"
+    if not own.is_file():
+        raise InputError(f"{init_from}: no tokenizer.json beside the weights to continue from")
+    if given is not None and (not given.is_file() or given.read_bytes() != own.read_bytes()):
+        raise InputError(f"--tokenizer {given} is not the tokenizer {init_from} was trained with ({own})")
+    return own
 
 
 def evaluate(model: DiffusionLM, batches: list, device) -> float:

@@ -151,6 +151,14 @@ def test_init_from_continues_an_exported_model_and_records_its_history(tmp_path,
     with pytest.raises(ModelLoadError, match="another architecture"):
         train(replace(base, run_dir=tmp_path / "third", steps=1, init_from=first,
                       model=replace(base.model, d_model=64)))
+    # Continued weights keep their tokenizer: none is trained anew, and another one is refused.
+    untold = train(replace(base, run_dir=tmp_path / "fourth", steps=1, init_from=first, tokenizer=None))
+    assert (untold / "tokenizer.json").read_bytes() == (first / "tokenizer.json").read_bytes()
+    assert not (tmp_path / "fourth" / "tokenizer.json").exists()  # none trained for the run
+    other = tmp_path / "other.json"
+    other.write_text(tok_path.read_text().replace('"<|pad|>"', '"<|PAD|>"'))
+    with pytest.raises(InputError, match="not the tokenizer"):
+        train(replace(base, run_dir=tmp_path / "fifth", steps=1, init_from=first, tokenizer=other))
 
 
 def test_infill_card_adds_benchmark_results_and_notes(tmp_path, corpus, tok, capsys):
