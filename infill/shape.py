@@ -1,4 +1,4 @@
-"""Python: whether a hole's fill must open a block, and the ':' that tells the model so.
+"""Python: whether a hole's fill must open a block or brackets, and the opener that tells the model so.
 
 A hole on lines of its own whose following text is indented deeper than anything before it
 allows (a loop body whose header was cut out, an ``else`` branch's body) can only be filled by a
@@ -12,7 +12,10 @@ for the steering lexer), and the ':' goes into the fill.
 Found by parsing stand-in fills (infill/syntax.py, ``Document``): when no simple statement
 (``pass``) at any indentation the text before the hole allows makes the document valid, but a
 block header (``if x:``, ``def f():``, ...) at one of them does, the fill must open a block. The
-fill's first line may start at any width where either parses. Only for one-hole requests in
+fill's first line may start at any width where either parses. Likewise, where nothing parses
+but the text after the hole closes brackets it never opens (a multi-line call or dict whose first
+line was cut out), the fill must open them: they are the opener (``x = f(`` parses, so the model
+reads ``(`` after the hole and writes ``sys.stderr.write`` before it). Only for one-hole requests in
 indentation-sensitive languages whose hole takes whole lines or ends its line, and
 only for constrained requests. It does not look at tokens or the model.
 """
@@ -22,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from .languages import grammar as lookup_grammar
-from .protocol import FillRequest
-from .syntax import Document, HoleContext, hole_context
+from .protocol import FillRequest, Hole
+from .syntax import Document, HoleContext, hole_context, openers_needed
 from .textpos import indent_width
 
 STATEMENT = "pass"
@@ -36,6 +39,8 @@ HEADS = {"if": "if x", "elif": "elif x", "else": "else", "for": "for x in y", "w
 # Block headers; more than one, as the body may hold what only some allow (``return``, ``break``)
 # or the text after it may continue only some (``except`` a ``try``).
 HEADERS = tuple(HEADS[w] + ":" for w in ("if", "def", "for", "try"))
+# How a stand-in statement opens each bracket (a call's arguments may be keywords: ``f(a=1)``).
+OPENING = {"(": "f("}
 LOOKBACK_LINES = 40  # lines before the hole whose indentation widths are tried when the tree cannot tell
 LOOKAHEAD_LINES = 8  # lines after the hole whose widths deeper than the levels may be tried after a ':'
 
@@ -44,7 +49,10 @@ LOOKAHEAD_LINES = 8  # lines after the hole whose widths deeper than the levels 
 class Shape:
     """What a hole's fill must look like at its edges, as far as stand-in fills tell."""
 
-    opener: str = ""  # ':' or ':' and a line break to put after the hole; '' for none
+    # What to put after the hole (and into the fill): ':' (a block header), or the brackets the
+    # text after the hole closes and never opens (_opening_shape), then a line break where the hole
+    # takes whole lines; '' for none.
+    opener: str = ""
     first_indents: tuple[int, ...] | None = None  # where a line there parses; None: unknown
     levels: tuple[int, ...] | None = None  # Python's indentation levels at the hole (read with a stand-in)
     head_only: bool = False  # with an opener: the fill is one line, the header's head (a retry's strict shape)
@@ -95,13 +103,9 @@ def shape_of(request: FillRequest) -> Shape:
         if statements or headers:
             break
     else:
-        return Shape()
-    levels = ctx.levels
-    if levels is None:  # the hole left empty breaks the tree around it: read the levels with a stand-in in it
-        k = statements[0] if statements else next(iter(headers))
-        stand_in = " " * k + (STATEMENT if statements else headers[k]) + end
-        filled = text[: h.start] + stand_in + text[h.end :]
-        levels = hole_context(Document(g, filled, [(h.start, h.start)]), 0).levels
+        return _opening_shape(doc, ctx, h, end)
+    k = statements[0] if statements else next(iter(headers))
+    levels = _levels(doc, ctx, h, " " * k + (STATEMENT if statements else headers[k]) + end)
     # The first line may be a statement or a header wherever one parses; it must be a header
     # (and the opener tells the model so) only where no statement does.
     first = tuple(sorted(set(statements) | set(headers), reverse=True))
@@ -111,6 +115,30 @@ def shape_of(request: FillRequest) -> Shape:
     only = [k for k in first if k not in statements and (k > 0 or not statements)][:1]
     return Shape(opener="" if statements else ":" + end, first_indents=first, levels=levels, doc=doc,
                  header_indents=tuple(only), header_opener=":" + end if only else "")
+
+
+def _opening_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Shape:
+    """Where no line parses in the hole, but the text after it closes brackets it never opens
+    (the first line of a call or a dict cut out): the fill opens them, and they are its opener,
+    where a statement that ends with them parses (``x = f(``)."""
+    brackets = openers_needed(doc)
+    if not brackets:
+        return Shape()
+    stand_in = "x = " + "".join(OPENING.get(b, b) for b in brackets)
+    widths = tuple(k for k in _widths(doc.text[: hole.start], ctx) if doc.valid([(" " * k + stand_in + end).encode()]))
+    if not widths:
+        return Shape()
+    return Shape(opener=brackets + end, first_indents=widths, doc=doc,
+                 levels=_levels(doc, ctx, hole, " " * widths[0] + stand_in + end))
+
+
+def _levels(doc: Document, ctx: HoleContext, hole: Hole, stand_in: str) -> tuple[int, ...] | None:
+    """The indentation levels at the hole; where the hole left empty breaks the tree around it,
+    read with a stand-in fill in it."""
+    if ctx.levels is not None:
+        return ctx.levels
+    text = doc.text[: hole.start] + stand_in + doc.text[hole.end :]
+    return hole_context(Document(doc.grammar, text, [(hole.start, hole.start)]), 0).levels
 
 
 def strict_shape(shape: Shape) -> Shape:
@@ -156,6 +184,8 @@ def before_opener(ctx: HoleContext, shape: Shape) -> HoleContext:
                   closes=shape.closes)
     if not shape.opener:
         return ctx
+    if not shape.opener.startswith(":"):  # brackets: the fill's last line goes on with them, and they close what was surplus
+        return replace(ctx, next_char=shape.opener[0], surplus=False, colon_rest=False)
     ctx = replace(ctx, next_char=":", colon_rest=True, head_only=shape.head_only, head_words=shape.head_words)
     if shape.opener.endswith("\n"):  # the text after the hole now starts on the line after the ':'
         return replace(ctx, seam_next=ctx.seam_here, clause_next=ctx.clause_here)

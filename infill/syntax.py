@@ -201,6 +201,26 @@ def _brackets(g: Grammar, root, start: int, end: int | None) -> list:
     return sorted((n for n in nodes if not n.is_missing and n.start_byte >= lo and n.end_byte <= hi), key=lambda n: n.start_byte)
 
 
+def _unmatched(g: Grammar, root, start: int, end: int | None):
+    """The closing brackets between ``start`` and ``end`` that close nothing opened there, in order."""
+    local: list[str] = []
+    for n in _brackets(g, root, start, end):
+        if n.type in g.spec.brackets:
+            local.append(n.type)
+        elif local:
+            local.pop()
+        else:
+            yield n.type
+
+
+def openers_needed(doc: Document) -> str:
+    """The brackets that the text after the last hole closes and opens nowhere, as the openers
+    a fill there would leave open, outermost first (for a hole with no bracket open before it)."""
+    g, root = doc.grammar, doc.tree.root_node
+    opener = {c: o for o, c in g.spec.brackets.items()}
+    return "".join(opener[c] for c in reversed(list(_unmatched(g, root, doc.spans[-1][1], None))) if c in opener)
+
+
 def _inside_text(g: Grammar, doc: Document, pos: int) -> bool:
     lo = max(pos - 1, 0)
     caps = g.captures("strings", doc.tree.root_node, lo, pos + 1)
@@ -252,14 +272,9 @@ def hole_context(doc: Document, i: int) -> HoleContext:
     if not root.has_error:  # then what the prefix opened closes within the same top-level node
         top = next((c for c in root.children if c.end_byte >= e), None)
         stop = top.end_byte if top is not None and (stop is None or top.end_byte < stop) else stop
-    local: list[str] = []
     needed, surplus = 0, False
-    for n in _brackets(g, root, e, stop):
-        if n.type in pairs:
-            local.append(n.type)
-        elif local:
-            local.pop()
-        elif needed < len(stack) and pairs[stack[len(stack) - 1 - needed]] == n.type:
+    for closer in _unmatched(g, root, e, stop):
+        if needed < len(stack) and pairs[stack[len(stack) - 1 - needed]] == closer:
             needed += 1
         else:
             surplus = True

@@ -31,6 +31,10 @@ def request(doc: str, language: str = "python", constrained: bool = True) -> Fil
         ("def f(x):\n|        y = int(x)\n    except ValueError:\n        y = 0\n    return y\n", ":\n", (4,)),
         # an elif chain: only the branch's level keeps it whole
         ("def f(c):\n    if c:\n        x = 1\n|    elif d:\n        x = 2\n", "", (8,)),
+        # the first line of a call, a dict, a list of calls cut out: the fill opens what the text after it closes
+        ("def f(log):\n    if log:\n|\n            'a %s' % x, sep=1)\n    return 1\n", "(", (8,)),
+        ("def f():\n|        'a': 1,\n        'b': [2, 3],\n    }\n    return d\n", "{\n", (4,)),
+        ("x = 1\n|\n    a, b=1)\n]\n", "[(", (0,)),
     ],
 )
 def test_stand_in_fills_tell_the_opener_and_the_first_lines_widths(doc, opener, first):
@@ -78,6 +82,23 @@ def test_the_steering_lexer_reads_the_opener_and_the_first_lines_widths():
     assert not ok  # a header's line break before its ':' (CPython's verdict on the line)
 
 
+def test_the_steering_lexer_reads_a_bracket_opener():
+    req = request("def f(log):\n    if log:\n|\n            'a %s' % x)\n    return 1\n")
+    shape = shape_of(req)
+    g = grammar("python")
+    plain = hole_context(Document(g, req.text, [(req.holes[0].start, req.holes[0].end)]), 0)
+    assert plain.surplus  # the text after the hole closes a bracket nothing opened
+    ctx = before_opener(plain, shape)
+    assert ctx.next_char == "(" and not ctx.surplus and not ctx.colon_rest
+    lx = Lexer(g.spec, ctx)
+    st, ok = lx.feed(lx.start, "        print")
+    assert ok and lx.can_end(st)  # the '(' follows
+    st, ok = lx.feed(lx.start, "        print(x")
+    assert ok and not lx.can_end(st)  # its own brackets stay the fill's to close
+    st, ok = lx.feed(lx.start, "        print  # say")
+    assert ok and not lx.can_end(st)  # a comment would swallow the '('
+
+
 def test_the_engine_reads_the_opener_after_the_hole_and_puts_it_into_the_fill(tiny_engine, monkeypatch):
     seen = []
     real = tiny_engine.tokenizer.encode_batch
@@ -90,6 +111,14 @@ def test_the_engine_reads_the_opener_after_the_hole_and_puts_it_into_the_fill(ti
     prepared = tiny_engine.prepare(req)
     assert prepared.lead == tiny_engine.indent_tokens(4) != []  # the known indentation, committed up front
     assert tiny_engine.tokenizer.decode(prepared.lead) in ("   ", "    ")  # the last space may go with the word
+
+
+def test_a_fill_that_opens_what_the_text_after_it_closes_is_valid(tiny_engine):
+    req = request("def f(log):\n    if log:\n|\n            'a %s' % x, sep=1)\n    return 1\n")
+    res = tiny_engine.fill(req)
+    assert res.fills[0].text.endswith("(") and res.fills[0].valid is True
+    text = req.text[: req.holes[0].start] + res.fills[0].text + req.text[req.holes[0].end :]
+    compile(text, "<fill>", "exec")  # CPython agrees
 
 
 def test_no_opener_for_unconstrained_fills(tiny_engine):
