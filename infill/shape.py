@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 from .languages import grammar as lookup_grammar
 from .protocol import FillRequest, Hole
+from .pycompile import first_error
 from .syntax import Document, HoleContext, hole_context, openers_needed
 from .textpos import indent_width
 
@@ -41,6 +42,7 @@ HEADS = {"if": "if x", "elif": "elif x", "else": "else", "for": "for x in y", "w
 HEADERS = tuple(HEADS[w] + ":" for w in ("if", "def", "for", "try"))
 # How a stand-in statement opens each bracket (a call's arguments may be keywords: ``f(a=1)``).
 OPENING = {"(": "f("}
+OPENING_HEADS = ("x = ", "if ")  # a statement, or a header whose ':' comes after the brackets close
 LOOKBACK_LINES = 40  # lines before the hole whose indentation widths are tried when the tree cannot tell
 LOOKAHEAD_LINES = 8  # lines after the hole whose widths deeper than the levels may be tried after a ':'
 
@@ -53,6 +55,7 @@ class Shape:
     # text after the hole closes and never opens (_opening_shape), then a line break where the hole
     # takes whole lines; '' for none.
     opener: str = ""
+    leaves_open: str = ""  # with a bracket opener: the brackets outside it that the fill opens itself
     first_indents: tuple[int, ...] | None = None  # where a line there parses; None: unknown
     levels: tuple[int, ...] | None = None  # Python's indentation levels at the hole (read with a stand-in)
     head_only: bool = False  # with an opener: the fill is one line, the header's head (a retry's strict shape)
@@ -88,6 +91,9 @@ def shape_of(request: FillRequest) -> Shape:
     ctx = hole_context(doc, 0)
     if ctx.in_text or ctx.base:
         return Shape()
+    if ctx.surplus:  # the text after the hole closes brackets nothing opens: the document is broken
+        # without a fill that opens them, and any stand-in that does not is excused by that
+        return _opening_shape(doc, ctx, h, end)
     def fits(k: int, stand_in: str) -> bool:
         return doc.valid([(" " * k + stand_in + end).encode()])
 
@@ -103,9 +109,9 @@ def shape_of(request: FillRequest) -> Shape:
         if statements or headers:
             break
     else:
-        return _opening_shape(doc, ctx, h, end)
+        return Shape()
     k = statements[0] if statements else next(iter(headers))
-    levels = _levels(doc, ctx, h, " " * k + (STATEMENT if statements else headers[k]) + end)
+    levels = _levels(doc, ctx.levels, h, " " * k + (STATEMENT if statements else headers[k]) + end)
     # The first line may be a statement or a header wherever one parses; it must be a header
     # (and the opener tells the model so) only where no statement does.
     first = tuple(sorted(set(statements) | set(headers), reverse=True))
@@ -118,25 +124,43 @@ def shape_of(request: FillRequest) -> Shape:
 
 
 def _opening_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Shape:
-    """Where no line parses in the hole, but the text after it closes brackets it never opens
-    (the first line of a call or a dict cut out): the fill opens them, and they are its opener,
-    where a statement that ends with them parses (``x = f(``)."""
+    """Where the text after the hole closes brackets it never opens (the first line of a call or
+    a dict cut out), the fill opens them where a statement that ends with them parses
+    (``x = f(``): the innermost is its opener, the others the fill leaves open itself
+    (``print("{}".format(``)."""
     brackets = openers_needed(doc)
     if not brackets:
         return Shape()
-    stand_in = "x = " + "".join(OPENING.get(b, b) for b in brackets)
-    widths = tuple(k for k in _widths(doc.text[: hole.start], ctx) if doc.valid([(" " * k + stand_in + end).encode()]))
-    if not widths:
+    opening = "".join(OPENING.get(b, b) for b in brackets)
+    # The tree of the document without the brackets may misread its indentation: where no width
+    # of its levels fits, those of the lines before the hole are tried; a stand-in must leave no
+    # error at all (the document without it has some).
+    prefix = doc.text[: hole.start]
+    for widths in (_widths(prefix, ctx), _widths(prefix, replace(ctx, levels=None))):
+        fits: dict[int, str] = {}
+        for k in widths:
+            stand_in = next((x for x in (" " * k + head + opening + end for head in OPENING_HEADS) if _clean(doc, x)), None)
+            if stand_in:
+                fits[k] = stand_in
+        if fits:
+            break
+    else:
         return Shape()
-    return Shape(opener=brackets + end, first_indents=widths, doc=doc,
-                 levels=_levels(doc, ctx, hole, " " * widths[0] + stand_in + end))
+    return Shape(opener=brackets[-1] + end, leaves_open=brackets[:-1], first_indents=tuple(fits), doc=doc,
+                 levels=_levels(doc, None, hole, next(iter(fits.values()))))
 
 
-def _levels(doc: Document, ctx: HoleContext, hole: Hole, stand_in: str) -> tuple[int, ...] | None:
-    """The indentation levels at the hole; where the hole left empty breaks the tree around it,
-    read with a stand-in fill in it."""
-    if ctx.levels is not None:
-        return ctx.levels
+def _clean(doc: Document, stand_in: str) -> bool:
+    """Does the judged region with ``stand_in`` in the hole have no error at all (tree-sitter's or CPython's)?"""
+    tree, data, _ = doc.parse([stand_in.encode()])
+    return not tree.root_node.has_error and first_error(data) is None
+
+
+def _levels(doc: Document, levels: tuple[int, ...] | None, hole: Hole, stand_in: str) -> tuple[int, ...] | None:
+    """The indentation levels at the hole: ``levels`` where the tree told them, else read with a
+    stand-in fill in it."""
+    if levels is not None:
+        return levels
     text = doc.text[: hole.start] + stand_in + doc.text[hole.end :]
     return hole_context(Document(doc.grammar, text, [(hole.start, hole.start)]), 0).levels
 
@@ -185,7 +209,7 @@ def before_opener(ctx: HoleContext, shape: Shape) -> HoleContext:
     if not shape.opener:
         return ctx
     if not shape.opener.startswith(":"):  # brackets: the fill's last line goes on with them, and they close what was surplus
-        return replace(ctx, next_char=shape.opener[0], surplus=False, colon_rest=False)
+        return replace(ctx, next_char=shape.opener[0], surplus=bool(shape.leaves_open), colon_rest=False)
     ctx = replace(ctx, next_char=":", colon_rest=True, head_only=shape.head_only, head_words=shape.head_words)
     if shape.opener.endswith("\n"):  # the text after the hole now starts on the line after the ':'
         return replace(ctx, seam_next=ctx.seam_here, clause_next=ctx.clause_here)

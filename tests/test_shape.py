@@ -34,7 +34,7 @@ def request(doc: str, language: str = "python", constrained: bool = True) -> Fil
         # the first line of a call, a dict, a list of calls cut out: the fill opens what the text after it closes
         ("def f(log):\n    if log:\n|\n            'a %s' % x, sep=1)\n    return 1\n", "(", (8,)),
         ("def f():\n|        'a': 1,\n        'b': [2, 3],\n    }\n    return d\n", "{\n", (4,)),
-        ("x = 1\n|\n    a, b=1)\n]\n", "[(", (0,)),
+        ("x = 1\n|\n    a, b=1)\n]\n", "(", (0,)),  # the '[' the fill opens itself
     ],
 )
 def test_stand_in_fills_tell_the_opener_and_the_first_lines_widths(doc, opener, first):
@@ -188,3 +188,32 @@ def test_a_header_may_go_as_deep_as_the_lines_after_the_hole_show():
     # the line after it at 6: only a header at 6 parses.
     shape = shape_of(request("def f(arr):\n    i = 1\n    while i < len(arr):\n|        ind = i\n      i += 1\n    return i\n"))
     assert shape.opener == ":\n" and shape.first_indents == (6,)
+
+
+def test_first_lines_of_bracketed_statements_cut_from_real_code_get_their_bracket():
+    """Lines of the standard library that open a bracket the next lines close, cut out: the shape
+    puts that bracket after the hole, and steering and the judge accept the line's own head."""
+    import sysconfig
+    from pathlib import Path
+
+    g = grammar("python")
+    seen = ok = 0
+    for name in ("argparse.py", "smtplib.py", "pdb.py", "enum.py"):
+        text = (Path(sysconfig.get_paths()["stdlib"]) / name).read_text(encoding="utf-8")
+        lines = text.split("\n")
+        cuts = [i for i, ln in enumerate(lines) if ln.rstrip().endswith(("(", "[", "{")) and not ln.lstrip().startswith("#")]
+        for i in cuts[:: max(1, len(cuts) // 10)][:10]:
+            start = sum(len(ln) + 1 for ln in lines[:i])
+            req = FillRequest(text=text[:start] + text[start + len(lines[i]) :], holes=[Hole(start, start, 32)],
+                              language="python", options=SamplingOptions())
+            shape = shape_of(req)
+            if not shape.opener:
+                continue  # e.g. a header line whose ':' follows the brackets' close: no stand-in tells
+            seen += 1
+            body = lines[i].rstrip()
+            head = body[: len(body) - len(shape.opener)]
+            ctx = before_opener(hole_context(Document(g, req.text, [(start, start)]), 0), shape)
+            lx = Lexer(g.spec, ctx)
+            st, accepted = lx.feed(lx.start, head)
+            ok += body.endswith(shape.opener) and accepted and lx.can_end(st) and shape.doc.valid([(head + shape.opener).encode()])
+    assert seen >= 20 and ok >= 0.9 * seen, (ok, seen)
