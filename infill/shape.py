@@ -12,10 +12,10 @@ for the steering lexer), and the ':' goes into the fill.
 Found by parsing stand-in fills (infill/syntax.py, ``Document``): when no simple statement
 (``pass``) at any indentation the text before the hole allows makes the document valid, but a
 block header (``if x:``, ``def f():``, ...) at one of them does, the fill must open a block. The
-fill's first line may start at any width where either parses. Likewise, where nothing parses
-but the text after the hole closes brackets it never opens (a multi-line call or dict whose first
-line was cut out), the fill must open them: they are the opener (``x = f(`` parses, so the model
-reads ``(`` after the hole and writes ``sys.stderr.write`` before it). Only for one-hole requests in
+fill's first line may start at any width where either parses. Where the text after the hole
+closes brackets it never opens (a multi-line call or dict whose first line was cut out), that
+comes first: the fill must open them, and the innermost is the opener (``x = f(`` leaves no
+error, so the model reads ``(`` after the hole and writes ``sys.stderr.write`` before it). Only for one-hole requests in
 indentation-sensitive languages whose hole takes whole lines or ends its line, and
 only for constrained requests. It does not look at tokens or the model.
 """
