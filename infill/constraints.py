@@ -166,9 +166,8 @@ class SyntaxConstraint:
                 picked = torch.tensor(rows, device=candidates.device)
                 ids, masked, prop, asked = (t.index_select(0, picked).tolist() for t in (state.ids, state.masked, proposal, candidates))
                 for i, r in enumerate(rows):
-                    lexers = self.checks[r].lexers
                     for h, span in enumerate(self.spans[r]):
-                        lexer = lexers[h] if h < len(lexers) else None
+                        lexer = self._lexer(r, h)
                         k = None if lexer is None else self._refused_slot(r, h, lexer, span, ids[i], masked[i], prop[i], asked[i])
                         if k is not None:
                             refuse[r, k] = True
@@ -178,6 +177,11 @@ class SyntaxConstraint:
             return candidates
         finally:
             self.seconds += time.perf_counter() - t0
+
+    def _lexer(self, r: int, h: int) -> Lexer | None:
+        """The steering lexer of hole h of row r (None: not steered)."""
+        lexers = self.checks[r].lexers
+        return lexers[h] if h < len(lexers) else None
 
     def _refused_slot(self, r: int, h: int, lexer: Lexer, span: tuple[int, int], ids: list[int], masked: list[bool],
                       prop: list[int], asked: list[bool]) -> int | None:
@@ -217,16 +221,15 @@ class SyntaxConstraint:
             return None
         t0 = time.perf_counter()
         try:
-            for h, slots in enumerate(self.slots[r]):
-                lexer = self.checks[r].lexers[h] if h < len(self.checks[r].lexers) else None
-                if slot not in slots or lexer is None:
+            for h, (a, b) in enumerate(self.spans[r]):
+                if not a <= slot < b:
                     continue
-                k = slots.index(slot)
-                run = state.ids[r, slots[:k]].tolist()
-                if self.pad_id in run or state.masked[r, slots[:k]].any():
+                lexer = self._lexer(r, h)
+                run = state.ids[r, a:slot].tolist()
+                if lexer is None or self.pad_id in run or state.masked[r, a:slot].any():
                     return None
                 st = self._state(r, h, lexer, run)
-                return next((t for t in tokens if t != self.mask_id and self._may_take(lexer, st, t, k == len(slots) - 1)), None)
+                return next((t for t in tokens if t != self.mask_id and self._may_take(lexer, st, t, slot == b - 1)), None)
             return None
         except Exception:
             self._fail("first_admissible")

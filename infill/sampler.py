@@ -216,8 +216,8 @@ def rescue(constraint, state: Windows, candidates: torch.Tensor, allowed: torch.
     for r in stuck.nonzero().flatten().tolist():
         slot = int(first[r].nonzero()[0])
         lp = logp_all[index[r, slot]]
-        ranked = lp.topk(min(RESCUE_TOKENS, lp.shape[0])).indices.tolist()
-        t = ask(state, r, slot, ranked)
+        best = lp.topk(min(RESCUE_TOKENS, lp.shape[0])).indices.tolist()
+        t = ask(state, r, slot, best)
         if t is not None:
             token[r, slot], logp[r, slot], conf[r, slot] = t, lp[t], lp[t].exp()
             allowed[r, slot] = True
