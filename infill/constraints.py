@@ -3,11 +3,13 @@
 :class:`SyntaxConstraint` implements the sampler's ``Constraint`` protocol for one engine chunk
 (rows = candidates of requests; each row's window slots belong to that request's holes):
 
-- ``admissible``: for the first ``LOOKAHEAD`` masked slots of each hole, the steering lexer
+- ``steer``: for the first ``LOOKAHEAD`` masked slots of each hole, the steering lexer
   (infill/steering.py) refuses a proposed token that breaks bracket, quote, indentation or (for
   Python) line rules given the hole's left context, the tokens committed before it and the
   tokens proposed for the masked slots between (the draft a left-to-right order commits); the
-  end of the fill (a pad, or the window's last slot) must be a place where the fill may end;
+  end of the fill (a pad, or the window's last slot) must be a place where the fill may end.
+  A refused proposal is replaced by the model's next best token the lexer allows, in the same
+  walk (one pass over the draft a step);
 - ``remask``: after a full draft, each row's fills are parsed with the top-level statements
   around them (infill/syntax.py; Python's are compiled too, infill/pycompile.py); the slots whose
   token bytes overlap a newly introduced ERROR or MISSING node or SyntaxError are sent back to
@@ -39,7 +41,7 @@ log = logging.getLogger(__name__)
 __all__ = ["RequestCheck", "SyntaxConstraint", "for_chunk", "is_valid", "truncate_completion"]
 
 _SYNTAX_CHARS = set("()[]{}\"'`")
-LOOKAHEAD = 4  # masked slots of a hole whose proposals steering judges, left to right
+LOOKAHEAD = 2  # masked slots of a hole whose proposals steering judges, left to right
 
 
 class RequestCheck:
@@ -155,26 +157,37 @@ class SyntaxConstraint:
 
     # -- the protocol ------------------------------------------------------------------------
 
-    def admissible(self, state, proposal: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+    def steer(self, state, proposal: torch.Tensor, candidates: torch.Tensor, alternatives=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The sampler's hook (see sampler.Constraint): walk each hole's draft left to right from
+        its first masked slot; the first asked proposal the lexer refuses is refused (and the
+        walk of that hole stops: what follows it is not known yet), unless it is the first
+        masked slot's and the lexer allows one of ``alternatives(r, k)``: then the first such
+        takes its place and the walk goes on. Only there: a later slot's proposal is read after
+        a draft that is not committed yet, and is often refused for that draft's sake (looking
+        for alternatives there costs more than it gives)."""
         if self._failed:
-            return candidates
+            return proposal, candidates
         t0 = time.perf_counter()
         try:
             rows = [r for r in candidates.any(1).nonzero().flatten().tolist() if self.checks[r] is not None]
             refuse = torch.zeros(state.masked.shape, dtype=torch.bool)
+            tokens = proposal.clone()
             if rows:
                 picked = torch.tensor(rows, device=candidates.device)
                 ids, masked, prop, asked = (t.index_select(0, picked).tolist() for t in (state.ids, state.masked, proposal, candidates))
                 for i, r in enumerate(rows):
+                    draft = list(prop[i])
                     for h, span in enumerate(self.spans[r]):
                         lexer = self._lexer(r, h)
-                        k = None if lexer is None else self._refused_slot(r, h, lexer, span, ids[i], masked[i], prop[i], asked[i])
+                        k = None if lexer is None else self._walk(r, h, lexer, span, ids[i], masked[i], draft, asked[i], alternatives)
                         if k is not None:
                             refuse[r, k] = True
-            return candidates & ~refuse.to(candidates.device)
+                    if draft != prop[i]:
+                        tokens[r] = torch.tensor(draft, dtype=tokens.dtype, device=tokens.device)
+            return tokens, candidates & ~refuse.to(candidates.device)
         except Exception:  # never break a fill
-            self._fail("admissible")
-            return candidates
+            self._fail("steer")
+            return proposal, candidates
         finally:
             self.seconds += time.perf_counter() - t0
 
@@ -183,11 +196,11 @@ class SyntaxConstraint:
         lexers = self.checks[r].lexers
         return lexers[h] if h < len(lexers) else None
 
-    def _refused_slot(self, r: int, h: int, lexer: Lexer, span: tuple[int, int], ids: list[int], masked: list[bool],
-                      prop: list[int], asked: list[bool]) -> int | None:
-        """The first slot of hole h (window range ``span`` of row r) whose asked proposal the
-        lexer refuses, walking the draft (committed tokens, proposals) over its first
-        LOOKAHEAD masked slots; None if none is."""
+    def _walk(self, r: int, h: int, lexer: Lexer, span: tuple[int, int], ids: list[int], masked: list[bool],
+              draft: list[int], asked: list[bool], alternatives) -> int | None:
+        """Walk the draft of hole h (window range ``span`` of row r: committed tokens, and
+        ``draft`` at masked slots) over its first LOOKAHEAD masked slots (see steer; a
+        replacement is written into ``draft``). Returns the first slot refused; None if none is."""
         a, b = span
         first = next((k for k in range(a, b) if masked[k]), None)
         if first is None or not any(asked[first:b]) or self.pad_id in ids[a:first]:
@@ -195,9 +208,13 @@ class SyntaxConstraint:
         st = self._state(r, h, lexer, ids[a:first])
         seen = 0
         for k in range(first, b):
-            tok = prop[k] if masked[k] else ids[k]
+            tok = draft[k] if masked[k] else ids[k]
             if masked[k] and asked[k] and not self._may_take(lexer, st, tok, k == b - 1):
-                return k
+                options = alternatives(r, k) if alternatives is not None and k == first else ()
+                tok = next((t for t in options if t != self.mask_id and self._may_take(lexer, st, t, k == b - 1)), None)
+                if tok is None:
+                    return k
+                draft[k] = tok
             seen += masked[k]
             if tok == self.pad_id or seen == LOOKAHEAD:
                 return None

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Iterator, Protocol
+from typing import Callable, Iterator, Protocol
 
 import torch
 
@@ -38,8 +38,9 @@ class Schedule:
     top_p: float = 1.0
     max_repair_rounds: int = 1  # how often a constraint may send a full draft back
     max_repair_share: float = 0.5  # a row with more of its slots flagged is not repaired (too costly)
+    repair_pace: float = 0.25  # a repair round's steps, as a share of the steps its slots took the first time
     pad_in_order: bool = True  # pad only at a hole's first masked slot (the end is decided last)
-    overrun: float = 0.25  # a row held back (constraint, pad order) may take this share more steps,
+    overrun: float = 0.0  # a row held back (constraint, pad order) may take this share more steps,
     # then commits what is left at once: a batch never waits long for one slow row
     alternatives: int = 8  # a token the constraint refuses is replaced by the next best it allows, tried this deep
 
@@ -75,9 +76,12 @@ class Step:
 class Constraint(Protocol):
     """The sampler's hook for syntax guidance. The sampler has no grammar knowledge of its own."""
 
-    def admissible(self, state: Windows, proposal: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+    def steer(self, state: Windows, proposal: torch.Tensor, candidates: torch.Tensor,
+              alternatives: Callable[[int, int], list[int]] | None) -> tuple[torch.Tensor, torch.Tensor]:
         """Of the slots ``candidates`` [R, W] that could be committed with tokens ``proposal``
-        [R, W] this step, which may be (bool [R, W])."""
+        [R, W] this step: the tokens to commit ([R, W]: the proposal, or where the constraint
+        refuses it, the first of ``alternatives(row, slot)`` (the model's next choices, best
+        first) it allows) and which slots may be committed (bool [R, W])."""
         ...
 
     def remask(self, state: Windows) -> torch.Tensor:
@@ -90,8 +94,8 @@ class Constraint(Protocol):
 
 
 class NoConstraint:
-    def admissible(self, state: Windows, proposal: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
-        return candidates
+    def steer(self, state: Windows, proposal: torch.Tensor, candidates: torch.Tensor, alternatives) -> tuple[torch.Tensor, torch.Tensor]:
+        return proposal, candidates
 
     def remask(self, state: Windows) -> torch.Tensor:
         return torch.zeros_like(state.masked)
@@ -330,7 +334,7 @@ def denoise_steps(
             state.masked |= again
             state.ids[again] = cfg.mask_id
             share = again.sum(1).float() / valid.sum(1).clamp_min(1).float()
-            steps_left = torch.ceil(planned * share).long().clamp_min(1)
+            steps_left = torch.ceil(planned * share * schedule.repair_pace).long().clamp_min(1)
             budget = torch.ceil(steps_left * (1 + schedule.overrun)).long()
         if cancel is not None and cancel.is_set():
             raise Cancelled("fill cancelled")
@@ -354,26 +358,22 @@ def denoise_steps(
         logp = scatter(logp_m, candidates, 0.0)
         conf = scatter(conf_m, candidates, 0.0)
         score = scatter(score_m, candidates, float("-inf"))
-        allowed = constraint.admissible(state, token, candidates) & candidates
+        row_of = numbered(candidates)  # a slot's row of logp_all
+
+        def alternatives(r: int, k: int) -> list[int]:  # what propose picks at slot k of row r once its proposal is ruled out
+            i = int(row_of[r, k])
+            order = ranked(logp_all[i], schedule, None if noise is None else noise[i], schedule.alternatives + 1)[0][1:]
+            return order[logp_all[i, order] > float("-inf")].tolist()
+
+        steered, allowed = constraint.steer(state, token, candidates, alternatives if schedule.alternatives else None)
+        allowed = allowed & candidates  # a new tensor: later steps narrow it in place
+        changed = candidates & (steered != token)
+        if changed.any():  # the constraint took an alternative: judge it as propose would have
+            i = row_of[changed]
+            token = steered
+            logp[changed], conf[changed], score[changed] = judge_tokens(logp_all[i], sampling_dist(logp_all[i], schedule),
+                                                                        token[changed], schedule)
         refused = candidates & ~allowed
-        if refused.any() and schedule.alternatives:  # propose the best tokens the constraint allows instead
-            row_of, at = numbered(candidates), numbered(refused)  # a slot's row of logp_all, of order
-            alt = row_of[refused]
-            order, dist = ranked(logp_all[alt], schedule, None if noise is None else noise[alt], schedule.alternatives + 1)
-            for j in range(1, order.shape[1]):
-                if not refused.any():
-                    break
-                k = at[refused]
-                t = order[k, j]
-                token[refused] = t
-                logp[refused], conf[refused], score[refused] = judge_tokens(logp_all[row_of[refused]], dist[k], t, schedule)
-                ok = constraint.admissible(state, token, refused) & refused
-                allowed |= ok
-                refused &= ~ok
-            # Tokens were replaced: what follows them in the draft is judged again.
-            again = constraint.admissible(state, token, allowed) & allowed
-            refused |= allowed & ~again
-            allowed = again
         if refused.any():
             rescue(constraint, state, candidates, allowed, logp_all, (token, logp, conf))
         if schedule.policy == "left-to-right":  # the autoregressive-equivalent order, never past a refusal

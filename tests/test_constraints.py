@@ -231,20 +231,39 @@ def test_a_python_fill_may_not_end_its_line_certainly_wrong():
     assert not lx.can_end(lx.feed(lx.start, "x +")[0])
     assert lx.can_end(lx.feed(lx.start, "x + 1")[0])
 
-def test_admissible_judges_the_draft_left_to_right_from_the_first_masked_slot():
+def test_steering_judges_the_draft_left_to_right_from_the_first_masked_slot():
     c = constraint_for(request("y = foo(a, |)\n"))
     state = windows([[TOK["b"], MASK, MASK, MASK]], [[False, True, True, True]])
     proposal = torch.tensor([[TOK["b"], TOK[")"], TOK[")"], PAD]])
-    allowed = c.admissible(state, proposal, state.masked.clone())
+    allowed = c.steer(state, proposal, state.masked.clone())[1]
     assert allowed.tolist() == [[False, False, True, True]]  # slot 1 is refused; after it nothing is known
     proposal = torch.tensor([[TOK["b"], TOK["x"], TOK[")"], PAD]])  # slot 2 read after slot 1's proposal
-    assert c.admissible(state, proposal, state.masked.clone()).tolist() == [[False, True, False, True]]
+    assert c.steer(state, proposal, state.masked.clone())[1].tolist() == [[False, True, False, True]]
     proposal = torch.tensor([[TOK["b"], TOK["x"], TOK["b"], PAD]])
-    assert c.admissible(state, proposal, state.masked.clone()).tolist() == [[False, True, True, True]]
+    assert c.steer(state, proposal, state.masked.clone())[1].tolist() == [[False, True, True, True]]
     # only the slots asked about are judged; the others' proposals are read as the draft
     asked = torch.tensor([[False, False, True, False]])
     proposal = torch.tensor([[TOK["b"], TOK["x"], TOK[")"], PAD]])
-    assert c.admissible(state, proposal, asked).tolist() == [[False, False, False, False]]
+    assert c.steer(state, proposal, asked)[1].tolist() == [[False, False, False, False]]
+
+
+def test_steering_replaces_a_refused_first_proposal_by_the_first_alternative_it_allows_and_walks_on():
+    c = constraint_for(request("y = foo(a, |)\n"))
+    state = windows([[TOK["b"], MASK, MASK, MASK]], [[False, True, True, True]])
+    proposal = torch.tensor([[TOK["b"], TOK[")"], TOK[")"], PAD]])
+    asked = []
+
+    def alternatives(r, k):
+        asked.append(k)
+        return [TOK[")"], TOK["x"], TOK["b"]]
+
+    tokens, allowed = c.steer(state, proposal, state.masked.clone(), alternatives)
+    # slot 1 takes 'x' (')' is refused again); slot 2, read after it, is refused its ')' (only the
+    # first masked slot looks for alternatives: the draft before later ones is not committed yet)
+    assert tokens.tolist() == [[TOK["b"], TOK["x"], TOK[")"], PAD]] and asked == [1]
+    assert allowed.tolist() == [[False, True, False, True]]
+    tokens, allowed = c.steer(state, proposal, state.masked.clone(), lambda r, k: [TOK[")"]])
+    assert tokens.tolist() == proposal.tolist() and allowed.tolist() == [[False, False, True, True]]
 
 
 def test_remask_flags_exactly_the_planted_bracket():

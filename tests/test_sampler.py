@@ -237,15 +237,28 @@ def test_first_masked_is_per_hole():
     assert first_masked(hole, masked).tolist() == [[False, True, False, True, False, False]]
 
 
+def first_allowed(proposal, candidates, alternatives, ok):
+    """A constraint's steer for a rule ``ok(slot, token)`` of single slots: a refused proposal
+    takes the first alternative the rule allows, else the slot is refused."""
+    tokens, allowed = proposal.clone(), candidates.clone()
+    for r, k in candidates.nonzero().tolist():
+        if not ok(k, int(tokens[r, k])):
+            t = next((t for t in (alternatives(r, k) if alternatives else []) if ok(k, t)), None)
+            if t is None:
+                allowed[r, k] = False
+            else:
+                tokens[r, k] = t
+    return tokens, allowed
+
+
 class NoEndBefore:
     """A constraint that refuses to let the fill end (pad) before slot ``k``."""
 
     def __init__(self, k):
         self.k = k
 
-    def admissible(self, state, proposal, candidates):
-        slot = torch.arange(state.ids.shape[1]).expand_as(proposal)
-        return candidates & ~((proposal == PAD) & (slot < self.k))
+    def steer(self, state, proposal, candidates, alternatives):
+        return first_allowed(proposal, candidates, alternatives, lambda k, t: t != PAD or k >= self.k)
 
     def remask(self, state):
         return torch.zeros_like(state.masked)
@@ -289,10 +302,10 @@ def test_active_rows_give_the_same_states_as_all_rows():
 class EndOnlyAtFirst:
     """A constraint that lets one slot a step through: the first masked one."""
 
-    def admissible(self, state, proposal, candidates):
+    def steer(self, state, proposal, candidates, alternatives):
         from infill.sampler import first_masked
 
-        return candidates & first_masked(state.hole, state.masked)
+        return proposal, candidates & first_masked(state.hole, state.masked)
 
     def remask(self, state):
         return torch.zeros_like(state.masked)
@@ -310,10 +323,10 @@ class Refuses:
     """A constraint that refuses some tokens everywhere."""
 
     def __init__(self, tokens):
-        self.tokens = torch.tensor(sorted(tokens))
+        self.tokens = set(tokens)
 
-    def admissible(self, state, proposal, candidates):
-        return candidates & ~torch.isin(proposal, self.tokens)
+    def steer(self, state, proposal, candidates, alternatives):
+        return first_allowed(proposal, candidates, alternatives, lambda k, t: t not in self.tokens)
 
     def remask(self, state):
         return torch.zeros_like(state.masked)
@@ -348,10 +361,10 @@ class RefusesAt:
     def __init__(self, slot, rescue=None):
         self.slot, self.rescue, self.asked = slot, rescue, []
 
-    def admissible(self, state, proposal, candidates):
+    def steer(self, state, proposal, candidates, alternatives):
         out = candidates.clone()
         out[:, self.slot] = False
-        return out
+        return proposal, out
 
     def remask(self, state):
         return torch.zeros_like(state.masked)
@@ -378,9 +391,9 @@ def test_a_stuck_slot_takes_the_best_token_the_constraint_allows_from_deep_in_it
     state = fresh(W=1)
     denoise(Ranked(), empty_ctx(1), state, Schedule(steps=1, pad_in_order=False, alternatives=2), constraint=c)
     assert state.ids[0].tolist() == [12] and c.asked[0][1] == [3, 4, 5]
-    state = fresh(W=1)  # a constraint that cannot name one: the best slot is forced, as before
+    state = fresh(W=1)  # a constraint that cannot name one: the best slot is forced with its proposal
     denoise(Ranked(), empty_ctx(1), state, Schedule(steps=1, pad_in_order=False, alternatives=2), constraint=RefusesAt(0))
-    assert state.ids[0].tolist() == [5]
+    assert state.ids[0].tolist() == [3]
 
 
 @pytest.mark.parametrize("temperature", [0.0, 0.8])

@@ -11,7 +11,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 REPO = Path(__file__).resolve().parents[2]
-SERVER = [sys.executable, "-m", "infill_lsp", "--device", "cpu", "--threads", "1"]
+SERVER = [sys.executable, "-m", "infill_lsp", "--device", "cpu", "--threads", "1", "--precision", "fp32"]  # as tiny_engine: the same fills
 
 # Fast settings for the tiny model: small windows, two denoising steps, no debounce.
 FAST = {"maxTokens": 8, "steps": 2, "debounceMs": 0, "device": "cpu"}
