@@ -13,6 +13,7 @@ Subcommands:
 - ``infill refactor RECIPE PATH...``: batch edits over many files, provided by ``infill.refactor``.
 - ``infill train``: provided by ``infill.train`` (``add_arguments`` / ``main``).
 - ``infill bench quality``: provided by ``infill.bench.quality``.
+- ``infill bench overhead``: provided by ``infill.bench.overhead``.
 
 Errors a user can cause (a missing, binary or non-UTF-8 file, no holes, a bad model directory)
 print one line, ``infill: error: ...``, and exit with code 2 leaving every file untouched;
@@ -243,6 +244,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     _add_delegated(speed, "infill.bench.speed", wanted=words[:2] == ["bench", "speed"], model_options=True)
     v = bench_sub.add_parser("validity", help="syntax validity of fills in JavaScript/Go holes cut from unseen code")
     _add_delegated(v, "infill.bench.validity", wanted=words[:2] == ["bench", "validity"], model_options=True)
+    over = bench_sub.add_parser("overhead", help="the syntax constraint's cost: the same fills off and on, timed in pairs")
+    _add_delegated(over, "infill.bench.overhead", wanted=words[:2] == ["bench", "overhead"], model_options=True)
     lsp_bench = bench_sub.add_parser("lsp", help="keystroke -> inline-completion latency through the real language server")
     _add_delegated(lsp_bench, "infill.bench.keystrokes", wanted=words[:2] == ["bench", "lsp"], model_options=True)
     card = sub.add_parser("card", help="write a model's MODEL_CARD.md from its training facts and benchmark results")
