@@ -8,8 +8,8 @@
   Python) line rules given the hole's left context, the tokens committed before it and the
   tokens proposed for the masked slots between (the draft a left-to-right order commits); the
   end of the fill (a pad, or the window's last slot) must be a place where the fill may end.
-  A refused proposal is replaced by the model's next best token the lexer allows, in the same
-  walk (one pass over the draft a step);
+  A refused proposal at a hole's first masked slot is replaced by the model's next best token
+  the lexer allows, in the same walk (one pass over the draft a step);
 - ``remask``: after a full draft, each row's fills are parsed with the top-level statements
   around them (infill/syntax.py; Python's are compiled too, infill/pycompile.py); the slots whose
   token bytes overlap a newly introduced ERROR or MISSING node or SyntaxError are sent back to

@@ -80,8 +80,8 @@ class Constraint(Protocol):
               alternatives: Callable[[int, int], list[int]] | None) -> tuple[torch.Tensor, torch.Tensor]:
         """Of the slots ``candidates`` [R, W] that could be committed with tokens ``proposal``
         [R, W] this step: the tokens to commit ([R, W]: the proposal, or where the constraint
-        refuses it, the first of ``alternatives(row, slot)`` (the model's next choices, best
-        first) it allows) and which slots may be committed (bool [R, W])."""
+        refuses it, it may take the first of ``alternatives(row, slot)`` (the model's next
+        choices, best first) it allows) and which slots may be committed (bool [R, W])."""
         ...
 
     def remask(self, state: Windows) -> torch.Tensor:
