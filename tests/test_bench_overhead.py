@@ -28,7 +28,8 @@ class Recording:
 
 def test_both_modes_fill_every_task_in_turn_from_a_cold_cache(tiny_engine, tmp_path):
     engine = Recording(tiny_engine)
-    summary = overhead.run_overhead(engine, "single-line", limit=5, out_dir=tmp_path, max_tokens=8, batch_size=2)
+    summary = overhead.run_overhead(engine, "single-line", limit=5, out_dir=tmp_path, max_tokens=8, batch_size=2,
+                                    progress=False)
     assert engine.calls == ["clear", "u", "clear", "c"] * 3  # batches of 2, 2, 1
     m = summary["metrics"]
     assert m["ratio"] == pytest.approx(m["constrained_s"] / m["unconstrained_s"], rel=1e-3)
@@ -37,6 +38,7 @@ def test_both_modes_fill_every_task_in_turn_from_a_cold_cache(tiny_engine, tmp_p
     assert all(r["unconstrained"]["valid"] is None and r["constrained"]["valid"] in (True, False) for r in records)
     assert m["constrained_valid_rate"] == sum(r["constrained"]["valid"] for r in records) / 5
     assert json.loads((tmp_path / "summary.json").read_text())["metrics"] == m
+    assert summary["targets"]["ratio"]["met"] == (m["ratio"] <= 1.3)
 
 
 def test_the_command_line_runs_it(tiny_model_dir, tmp_path, capsys):
@@ -46,3 +48,19 @@ def test_the_command_line_runs_it(tiny_model_dir, tmp_path, capsys):
                  "--model", str(tiny_model_dir), "--device", "cpu"])
     assert code == 0 and "constraint overhead" in capsys.readouterr().out
     assert json.loads((tmp_path / "summary.json").read_text())["n_tasks"] == 2
+
+
+def test_a_request_the_engine_refuses_fails_its_task_in_that_mode_only(tiny_engine, tmp_path):
+    from infill.errors import RequestError
+
+    class RefusesConstrained(Recording):
+        def fill_batch(self, requests):
+            if requests[0].options.constrained:
+                raise RequestError("no")
+            return self.engine.fill_batch(requests)
+
+    summary = overhead.run_overhead(RefusesConstrained(tiny_engine), "single-line", limit=2, out_dir=tmp_path,
+                                    max_tokens=4, progress=False)
+    records = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert all(r["constrained"]["error"] == "no" and "error" not in r["unconstrained"] for r in records)
+    assert summary["metrics"]["constrained_valid_rate"] == 0.0
