@@ -211,7 +211,7 @@ class SyntaxConstraint:
             tok = draft[k] if masked[k] else ids[k]
             if masked[k] and asked[k] and not self._may_take(lexer, st, tok, k == b - 1):
                 options = alternatives(r, k) if alternatives is not None and k == first else ()
-                tok = next((t for t in options if t != self.mask_id and self._may_take(lexer, st, t, k == b - 1)), None)
+                tok = self._first_allowed(lexer, st, options, k == b - 1)
                 if tok is None:
                     return k
                 draft[k] = tok
@@ -231,6 +231,10 @@ class SyntaxConstraint:
         after, ok = lexer.feed(st, self._token_text(tok), final=True)
         return ok and lexer.can_end(after)
 
+    def _first_allowed(self, lexer: Lexer, st: LexState, tokens, last: bool) -> int | None:
+        """The first of ``tokens`` (best first) a slot after the state ``st`` may take; None if none may."""
+        return next((t for t in tokens if t != self.mask_id and self._may_take(lexer, st, t, last)), None)
+
     def first_admissible(self, state, r: int, slot: int, tokens: list[int]) -> int | None:
         """The first of ``tokens`` that window slot ``slot`` of row ``r`` may take, where it is
         the first masked slot of its hole; None if none may, or the slot is not steered."""
@@ -246,7 +250,7 @@ class SyntaxConstraint:
                 if lexer is None or self.pad_id in run or state.masked[r, a:slot].any():
                     return None
                 st = self._state(r, h, lexer, run)
-                return next((t for t in tokens if t != self.mask_id and self._may_take(lexer, st, t, slot == b - 1)), None)
+                return self._first_allowed(lexer, st, tokens, slot == b - 1)
             return None
         except Exception:
             self._fail("first_admissible")

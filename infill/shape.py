@@ -94,6 +94,7 @@ def shape_of(request: FillRequest) -> Shape:
     if ctx.surplus:  # the text after the hole closes brackets nothing opens: the document is broken
         # without a fill that opens them, and any stand-in that does not is excused by that
         return _opening_shape(doc, ctx, h, end)
+
     def fits(k: int, stand_in: str) -> bool:
         return doc.valid([(" " * k + stand_in + end).encode()])
 
