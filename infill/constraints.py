@@ -7,7 +7,8 @@
   (infill/steering.py) refuses a proposed token that breaks bracket, quote, indentation or (for
   Python) line rules given the hole's left context, the tokens committed before it and the
   tokens proposed for the masked slots between (the draft a left-to-right order commits); the
-  end of the fill (a pad, or the window's last slot) must be a place where the fill may end.
+  end of the fill (a pad, or the window's last slot) must be a place where the fill may end,
+  and what the fill still must close must fit in the free slots after a token.
   A refused proposal at a hole's first masked slot is replaced by the model's next best token
   the lexer allows, in the same walk (one pass over the draft a step);
 - ``remask``: after a full draft, each row's fills are parsed with the top-level statements
@@ -206,12 +207,15 @@ class SyntaxConstraint:
         if first is None or not any(asked[first:b]) or self.pad_id in ids[a:first]:
             return None
         st = self._state(r, h, lexer, ids[a:first])
+        # From the last committed slot on, every slot is free: a slot knows how many follow it.
+        free_from = next((k + 1 for k in range(b - 1, first - 1, -1) if not masked[k]), first)
         seen = 0
         for k in range(first, b):
             tok = draft[k] if masked[k] else ids[k]
-            if masked[k] and asked[k] and not self._may_take(lexer, st, tok, k == b - 1):
+            room = b - k - 1 if k >= free_from else None
+            if masked[k] and asked[k] and not self._may_take(lexer, st, tok, room):
                 options = alternatives(r, k) if alternatives is not None and k == first else ()
-                tok = self._first_allowed(lexer, st, options, k == b - 1)
+                tok = self._first_allowed(lexer, st, options, room)
                 if tok is None:
                     return k
                 draft[k] = tok
@@ -221,19 +225,23 @@ class SyntaxConstraint:
             st = lexer.feed(st, self._token_text(tok))[0]
         return None
 
-    def _may_take(self, lexer: Lexer, st: LexState, tok: int, last: bool) -> bool:
-        """May a slot after the state ``st`` take token ``tok``? ``last``: the window's last slot
-        (the fill ends with it)."""
+    def _may_take(self, lexer: Lexer, st: LexState, tok: int, room: int | None) -> bool:
+        """May a slot after the state ``st`` take token ``tok``? ``room``: how many free slots of
+        the window follow it (0: the fill ends with it; None: not known, committed ones follow);
+        what the fill must still close has to fit in them."""
         if tok == self.pad_id:
             return lexer.can_end(st)
-        if not last:
-            return lexer.accepts(st, self._token_text(tok))
-        after, ok = lexer.feed(st, self._token_text(tok), final=True)
+        text = self._token_text(tok)
+        if room != 0:
+            if not lexer.accepts(st, text):
+                return False
+            return room is None or lexer.closers_needed(lexer.feed(st, text)[0]) <= room
+        after, ok = lexer.feed(st, text, final=True)
         return ok and lexer.can_end(after)
 
-    def _first_allowed(self, lexer: Lexer, st: LexState, tokens, last: bool) -> int | None:
+    def _first_allowed(self, lexer: Lexer, st: LexState, tokens, room: int | None) -> int | None:
         """The first of ``tokens`` (best first) a slot after the state ``st`` may take; None if none may."""
-        return next((t for t in tokens if t != self.mask_id and self._may_take(lexer, st, t, last)), None)
+        return next((t for t in tokens if t != self.mask_id and self._may_take(lexer, st, t, room)), None)
 
     def first_admissible(self, state, r: int, slot: int, tokens: list[int]) -> int | None:
         """The first of ``tokens`` that window slot ``slot`` of row ``r`` may take, where it is
@@ -250,7 +258,8 @@ class SyntaxConstraint:
                 if lexer is None or self.pad_id in run or state.masked[r, a:slot].any():
                     return None
                 st = self._state(r, h, lexer, run)
-                return self._first_allowed(lexer, st, tokens, slot == b - 1)
+                room = b - slot - 1 if bool(state.masked[r, slot:b].all()) else None
+                return self._first_allowed(lexer, st, tokens, room)
             return None
         except Exception:
             self._fail("first_admissible")

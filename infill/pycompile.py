@@ -30,7 +30,7 @@ import tokenize
 import warnings
 from dataclasses import dataclass
 
-from .textpos import line_end, line_start, str_to_byte
+from .textpos import blank_around, line_end, line_start, str_to_byte
 
 
 @dataclass(frozen=True)
@@ -89,9 +89,14 @@ class StrictCheck:
             self.enabled = False  # already broken elsewhere: no way to tell new errors from old
 
     def _at_hole(self, data: bytes, err: CompileError) -> bool:
-        """Does the baseline error sit on a line from a hole's first to the line after its end?"""
+        """Does the baseline error sit on a line from a hole's first to the line after its end, or
+        between the hole and the last significant character before it (``expected an indented
+        block`` after a header whose body is the hole: CPython places it at the header's line
+        break), or is it a bracket before the hole that is never closed?"""
         for a, b in self.spans:
-            lo = line_start(data, a)
+            if "was never closed" in err.message and err.start <= a:
+                return True  # a bracket open at the hole: the fill may close it
+            lo = min(line_start(data, a), blank_around(data, a, b)[0])
             hi = line_end(data, line_end(data, b))
             if err.start <= hi and lo <= err.end:
                 return True

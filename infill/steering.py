@@ -17,6 +17,8 @@ A token is refused only when it makes an error that no later token can undo:
 - the end of the fill (pad) inside a string or block comment, or with its own brackets open;
 - Python, a header's head only (``HoleContext.head_only``): a line break, a comment, a ':' of its own, or a line whose first word starts no compound statement (none of ``head_words``);
 - the end of a fill that ``closes`` (a retry's) with brackets open before the hole that the text after it leaves open;
+- a token after which the window has fewer slots left than :meth:`Lexer.closers_needed` (one
+  closing character per slot: a fill looping inside a dict is made to close it in time);
 - Python: the end of the fill where the next line of the text after it would be indented
   wrongly (a body left behind with no ':' to open it, a ':' with no body, a dedent to no level,
   an ``else:`` or ``except:`` after a statement of its own level instead of a block).
@@ -252,6 +254,13 @@ class Lexer:
     def accepts(self, st: LexState, text: str) -> bool:
         """May ``text`` follow the known left part whose state is ``st``?"""
         return self.feed(st, text, final=True)[1]
+
+    def closers_needed(self, st: LexState) -> int:
+        """The fewest characters that still must follow the known left part before the fill may
+        end: its open brackets' closers, a string's or block comment's end, and for a fill that
+        ``closes``, the closers of the brackets before the hole it must close."""
+        need = len(st.stack) + (st.kind in ("str", "block"))
+        return need + (max(self.ctx.unclosed - st.popped, 0) if self.ctx.closes else 0)
 
     def can_end(self, st: LexState) -> bool:
         """May the fill end after the known left part whose state is ``st``?"""

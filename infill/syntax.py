@@ -3,8 +3,9 @@
 - :class:`Document` parses a request's text once and judges fills: prefix + fills + suffix must
   have no ERROR or MISSING node that the document did not already have, within the top-level
   statements around the holes (:func:`judged_region`); for Python, CPython's compiler must
-  accept that region too (infill/pycompile.py). Errors of the original
-  that touch a hole are the fill's business (a half-typed line is what a completion finishes);
+  accept that region too (infill/pycompile.py). Errors of the original that touch a hole, or
+  that only whitespace parts from one, are the fill's business (a half-typed line is what a
+  completion finishes; an unclosed bracket before a hole at the end of a file, the fill closes);
   errors elsewhere are the baseline, matched by position through the edit. Fills are parsed
   incrementally from the original tree.
 - :func:`hole_context` tells the steering lexer (infill/steering.py) what is open at a hole's
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 from .languages import Grammar, grammar as lookup_grammar
 from .pycompile import StrictCheck
-from .textpos import byte_to_point, byte_to_str, indent_width, line_end, line_start, str_to_byte
+from .textpos import blank_around, byte_to_point, byte_to_str, indent_width, line_end, line_start, str_to_byte
 
 
 @dataclass(frozen=True)
@@ -88,10 +89,10 @@ class Document:
         self.local_spans = [(s - self.start, e - self.start) for s, e in self.spans]
         whole = (self.start, self.end) == (0, len(self.data))
         self.local_tree = self.tree if whole else grammar.parse(self.local)
-        self.baseline = [
-            e for e in error_spans(self.local_tree.root_node)
-            if not any(_touch(e.start, e.end, s, t) for s, t in self.local_spans)
-        ]
+        # An error that only whitespace parts from a hole is the hole's too (an unclosed '{' or
+        # a block header with no body right before it, a stray 'else:' right after it).
+        reach = [blank_around(self.local, s, t) for s, t in self.local_spans]
+        self.baseline = [e for e in error_spans(self.local_tree.root_node) if not any(_touch(e.start, e.end, s, t) for s, t in reach)]
         # Python: CPython's compiler judges too, for what tree-sitter lets through (infill/pycompile.py).
         self.strict = StrictCheck(self.local, self.local_spans) if grammar.name == "python" and self.spans else None
 

@@ -74,6 +74,11 @@ def line_end(data: bytes, at: int) -> int:
     return len(data) if nl < 0 else nl + 1
 
 
+def blank_around(data: bytes, start: int, end: int) -> tuple[int, int]:
+    """Bytes [start, end) widened over the whitespace (line breaks included) on either side."""
+    return len(data[:start].rstrip()), len(data) - len(data[end:].lstrip())
+
+
 def lsp_units(text: str, encoding: str = "utf-16") -> int:
     """Length of ``text`` in an LSP position encoding's code units (utf-16, utf-8 or utf-32)."""
     if encoding == "utf-32":

@@ -1,6 +1,7 @@
 """Syntax constraints: validity against a baseline, steering, repair, selection, truncation."""
 
 import logging
+from dataclasses import replace
 
 import pytest
 import torch
@@ -58,6 +59,24 @@ def test_validity_is_judged_against_the_documents_own_errors():
     assert d.valid([b" 1"])
     assert not d.valid([b" (1"])
     assert not d.valid([b" 1\n    if"])
+
+
+@pytest.mark.parametrize(
+    "doc, blank, closing",
+    [
+        # The hole at the end of the file, after a dict whose '}' it took: the unclosed '{' is its error.
+        ("d = {\n    'a': 1,\n|", "", "    'b': 2,\n}\n"),
+        # A header whose body the hole took: CPython puts the error at the header's line break.
+        ("def f(x):\n    if x:\n|", "    \n", "        return 1\n"),
+        # A stray 'else:' right after the hole (it took the 'if' and its body).
+        ("def f(x):\n|    else:\n        return 2\n", "", "    if x:\n        return 1\n"),
+    ],
+)
+def test_errors_that_only_whitespace_parts_from_a_hole_are_the_fills_business(doc, blank, closing):
+    text, i = cursor(doc)
+    d = Document(grammar("python"), text, [(i, i)])
+    assert not d.valid([blank.encode()]), "a blank fill leaves the document broken at the hole"
+    assert d.valid([closing.encode()])
 
 
 def test_errors_inside_a_replaced_span_are_the_fills_business():
@@ -171,6 +190,15 @@ def test_a_fill_may_not_end_inside_a_string_or_with_its_own_brackets_open():
     assert lx.can_end(lx.feed(lx.start, "1")[0])
 
 
+def test_closers_needed_counts_what_the_fill_must_still_close():
+    lx = lexer_at("python", "y = |\n")
+    assert [lx.closers_needed(lx.feed(lx.start, t)[0]) for t in ("1", "[1, (2", "[f('abc", "[1])")] == [0, 2, 3, 0]
+    lx = lexer_at("python", "y = {\n    'a': 1,\n|")  # nothing after the hole closes the '{'
+    assert lx.closers_needed(lx.feed(lx.start, "'b': [2")[0]) == 1  # the '{' is not the fill's to close...
+    retry = Lexer(lx.spec, replace(lx.ctx, closes=True))
+    assert retry.closers_needed(retry.feed(retry.start, "'b': [2")[0]) == 2  # ...unless the fill closes
+
+
 def test_no_steering_inside_strings_and_comments():
     text, i = cursor("x = 'abc|def'\n")
     d = Document(grammar("python"), text, [(i, i)])
@@ -264,6 +292,18 @@ def test_steering_replaces_a_refused_first_proposal_by_the_first_alternative_it_
     assert allowed.tolist() == [[False, True, False, True]]
     tokens, allowed = c.steer(state, proposal, state.masked.clone(), lambda r, k: [TOK[")"]])
     assert tokens.tolist() == proposal.tolist() and allowed.tolist() == [[False, False, True, True]]
+
+
+def test_steering_keeps_room_in_the_window_for_what_the_fill_must_close():
+    c = constraint_for(request("y = |\n"))
+    state = windows([[TOK["("], TOK["("], MASK, MASK]], [[False, False, True, True]])
+    proposal = torch.tensor([[PAD, PAD, TOK["x"], TOK[")"]]])
+    # 'x' at slot 2 would leave one slot for the two ')' the fill needs: its alternative ')' is taken
+    tokens, allowed = c.steer(state, proposal, state.masked.clone(), lambda r, k: [TOK["x"], TOK[")"]])
+    assert tokens.tolist() == [[PAD, PAD, TOK[")"], TOK[")"]]] and allowed.tolist() == [[False, False, True, True]]
+    # where a committed slot follows, how much room is left is not known: no refusal for it
+    state = windows([[TOK["("], TOK["("], MASK, TOK[")"]]], [[False, False, True, False]])
+    assert c.steer(state, proposal, state.masked.clone(), None)[1].tolist() == [[False, False, True, False]]
 
 
 def test_remask_flags_exactly_the_planted_bracket():

@@ -39,6 +39,23 @@ def test_a_region_already_broken_away_from_the_holes_is_not_judged_strictly():
     assert d.valid([b"x = 1"])
 
 
+@pytest.mark.parametrize(
+    "fill, ok",
+    [
+        ("    8: 'eight',\n    }\n    for k in d:\n", True),
+        ("    8: 'eight',\n    }\n", False),  # closed, but the body after the hole has no header: CPython alone sees it
+        ("    8: 'eight',\n", False),
+    ],
+)
+def test_a_bracket_before_the_hole_that_is_never_closed_is_the_fills_business(fill, ok):
+    doc = "def f():\n    d = {\n        7: 'seven',\n|        print(k)\n    return d\n"
+    at = doc.index("|")
+    doc = doc.replace("|", "")
+    d = Document(grammar("python"), doc, [(at, at)])
+    assert d.strict.enabled, "the original's only error is the '{' the hole leaves open"
+    assert d.valid([fill.encode()]) is ok
+
+
 def test_only_the_top_level_statements_around_the_holes_are_compiled():
     doc = "def f(x):\n    y = \n    return y\n\n\ndef g(:\n    pass\n"
     at = doc.index("y = ") + 4

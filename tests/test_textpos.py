@@ -3,6 +3,7 @@
 import pytest
 
 from infill.textpos import (
+    blank_around,
     byte_to_point,
     byte_to_str,
     indent_width,
@@ -77,3 +78,11 @@ def test_indent_width():
     assert indent_width("\tx") == 8
     assert indent_width("  \tx") == 8
     assert indent_width(b"  \n") == 2
+
+
+def test_blank_around_widens_over_whitespace_and_line_breaks_only():
+    data = "x = {\n  \t\n".encode() + b"\n  y"
+    s = e = data.index(b"\n\n") + 1
+    assert blank_around(data, s, e) == (data.index(b"{") + 1, data.index(b"y"))
+    assert blank_around(b"ab", 1, 1) == (1, 1)
+    assert blank_around(b"  ", 1, 1) == (0, 2)
