@@ -26,7 +26,7 @@ from .errors import InfillError, ModelLoadError, RequestError
 from .model import DiffusionLM, load_model, read_config
 from .protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
 from .sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, denoise_steps
-from .shape import Shape, shape_of, strict_shape
+from .shape import Shape, first_round_shape, shape_of, strict_shape
 from .tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)
@@ -299,7 +299,7 @@ class Engine:
         validate(request)
         t0 = time.perf_counter()
         request, indents = line_start_holes(request)
-        form = shape if shape is not None else shape_of(request)
+        form = shape if shape is not None else first_round_shape(shape_of(request))
         budget = self.budget()
         texts = segment_texts(request)
         texts[-1] = form.opener + texts[-1]

