@@ -93,9 +93,9 @@ class StrictCheck:
         between the hole and the last significant character before it (``expected an indented
         block`` after a header whose body is the hole: CPython places it at the header's line
         break), or is it a bracket before the hole that is never closed?"""
+        if "was never closed" in err.message and any(err.start <= a for a, _ in self.spans):
+            return True  # a bracket open at a hole: the fill may close it
         for a, b in self.spans:
-            if "was never closed" in err.message and err.start <= a:
-                return True  # a bracket open at the hole: the fill may close it
             lo = min(line_start(data, a), blank_around(data, a, b)[0])
             hi = line_end(data, line_end(data, b))
             if err.start <= hi and lo <= err.end:
