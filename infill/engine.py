@@ -549,6 +549,7 @@ class Engine:
         if valid is False:
             for i, h in enumerate(request.holes):
                 cut = self._cut_back(syntax, r, texts, i, max(h.min_tokens, 1))
+                cut = cut if cut is not None else self._cut_and_close(syntax, r, texts, i)
                 if cut is not None:
                     texts, valid = texts[:i] + [cut] + texts[i + 1 :], True
                     break
@@ -592,6 +593,20 @@ class Engine:
             if syntax.error_at(r, with_cut(cut), i) is None:
                 return accept(cut)
         return None
+
+    def _cut_and_close(self, syntax, r: int, texts: list[str], i: int) -> str | None:
+        """Fill i cut at its end or a line's end, longest first, down to nothing, with the closers
+        of the brackets it leaves open (steering.Lexer.close): the first of at most MAX_CUTS such
+        that makes row r valid; None if none does. Where no prefix parses as it is, a loop in a
+        dict ends ``'a': 1,\\n    }`` rather than broken."""
+        lexer = syntax.checks[r].lexers[i] if i < len(syntax.checks[r].lexers) else None
+        if lexer is None:
+            return None
+        text = texts[i]
+        ends = [m + 1 for m, c in enumerate(text) if c == "\n"]
+        cuts = dict.fromkeys([text] + [text[:m] for m in reversed(ends)] + [""])
+        closed = [c for c in (lexer.close(cut) for cut in cuts) if c is not None][:MAX_CUTS]
+        return next((c for c in closed if syntax.judge(r, texts[:i] + [c] + texts[i + 1 :])), None)
 
     def decode_hole(self, ids: torch.Tensor, hole: torch.Tensor, h: int) -> str:
         """Text of hole h in one row so far: committed tokens up to the first pad, masks dropped."""

@@ -258,9 +258,31 @@ class Lexer:
     def closers_needed(self, st: LexState) -> int:
         """The fewest characters that still must follow the known left part before the fill may
         end: its open brackets' closers, a string's or block comment's end, and for a fill that
-        ``closes``, the closers of the brackets before the hole it must close."""
+        ``closes``, the closers of the brackets before the hole it must close. Characters kept
+        back for lookahead count as what they start if the text ended there (``'e`` opens a string)."""
+        if st.tail:
+            st = self.feed(st, "", final=True)[0]
         need = len(st.stack) + (st.kind in ("str", "block"))
         return need + (max(self.ctx.unclosed - st.popped, 0) if self.ctx.closes else 0)
+
+    def close(self, text: str) -> str | None:
+        """``text`` (a fill) with the closers of what it leaves open appended: its own brackets,
+        innermost first, then the brackets before the hole that the text after the hole leaves
+        open (``unclosed``). A fill that ended its line gets them on a line of their own, lined
+        up under its last line (one of PEP 8's two styles). None when there is nothing to close,
+        or the fill ends inside a string or comment, or the text after the hole closes brackets
+        of the fill's (``surplus``: which is not known)."""
+        st = self.feed(self.start, text, final=True)[0]
+        if st.kind or self.ctx.surplus:
+            return None
+        base = self.ctx.base[len(self.ctx.base) - self.ctx.unclosed : len(self.ctx.base) - st.popped]
+        closers = "".join(self.pairs[b] for b in (*reversed(st.stack), *reversed(base)))
+        if not closers:
+            return None
+        if not text.endswith("\n"):
+            return text + closers
+        last = next((line for line in reversed(text.splitlines()) if line.strip()), "")
+        return f"{text}{last[: len(last) - len(last.lstrip())]}{closers}\n"
 
     def can_end(self, st: LexState) -> bool:
         """May the fill end after the known left part whose state is ``st``?"""

@@ -167,6 +167,18 @@ def test_an_invalid_fill_is_cut_back_to_its_longest_valid_prefix(tiny_engine, mo
     assert r.fills[0].text == "xs" and r.fills[0].valid is True
 
 
+def test_a_fill_no_prefix_of_which_parses_is_cut_and_closed(tiny_engine, monkeypatch):
+    from infill.protocol import Fill
+
+    text = "def f():\n    y = {\n        'a': 1,\n"  # the '{' is the fill's to close
+    looping = "        'b': 2,\n        'b': 2,\n        'b"  # a loop the window ended
+    real = tiny_engine.decode_row
+    monkeypatch.setattr(tiny_engine, "decode_row", lambda *a: ([Fill(text=looping, score=0.0)], *real(*a)[1:]))
+    req = FillRequest(text=text, holes=[Hole(len(text), len(text), 16, min_tokens=1)], language="python", options=SamplingOptions(candidates=1))
+    r = tiny_engine.fill(req)
+    assert r.fills[0].text == "        'b': 2,\n        'b': 2,\n        }\n" and r.fills[0].valid is True
+
+
 def test_cutting_back_skips_the_prefixes_that_hold_the_first_error(tiny_engine, monkeypatch):
     from infill import constraints
     from infill.engine import MAX_CUTS
