@@ -249,6 +249,17 @@ def first_masked(hole: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def past_refusal(hole: torch.Tensor, refused: torch.Tensor) -> torch.Tensor:
+    """[R, W] bool: the slots at or after a refused slot of the same hole (a hole's order does not
+    hold back the holes after it)."""
+    out = torch.zeros_like(refused)
+    for h in hole.unique().tolist():
+        if h >= 0:
+            in_h = hole == h
+            out |= in_h & ((refused & in_h).cumsum(1) > 0)
+    return out
+
+
 def pad_tail(hole: torch.Tensor, committed_pad: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
     """Masked slots that follow a committed pad in the same hole (to be filled with pad too)."""
     R, W = hole.shape
@@ -377,9 +388,9 @@ def denoise_steps(
         refused = candidates & ~allowed
         if refused.any():
             rescue(constraint, state, candidates, allowed, logp_all, (token, logp, conf))
-        if schedule.policy == "left-to-right":  # the autoregressive-equivalent order, never past a refusal
+        if schedule.policy == "left-to-right":  # the autoregressive-equivalent order, never past a refusal in a hole
             score = torch.where(candidates, -state.pos.float(), float("-inf"))
-            allowed &= refused.cumsum(1) == 0
+            allowed &= ~past_refusal(state.hole, refused)
         if schedule.pad_in_order:  # a fill may end only where everything before it is decided
             allowed &= (token != cfg.pad_id) | first_masked(state.hole, state.masked)
         hurry = deadline is not None and time.monotonic() >= deadline

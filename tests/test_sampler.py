@@ -237,6 +237,14 @@ def test_first_masked_is_per_hole():
     assert first_masked(hole, masked).tolist() == [[False, True, False, True, False, False]]
 
 
+def test_a_refusal_holds_back_only_its_own_holes_later_slots():
+    from infill.sampler import past_refusal
+
+    hole = torch.tensor([[0, 0, 0, 1, 1, -1]])
+    refused = torch.tensor([[False, True, False, False, False, False]])
+    assert past_refusal(hole, refused).tolist() == [[False, True, True, False, False, False]]
+
+
 def first_allowed(proposal, candidates, alternatives, ok):
     """A constraint's steer for a rule ``ok(slot, token)`` of single slots: a refused proposal
     takes the first alternative the rule allows, else the slot is refused."""
