@@ -536,7 +536,8 @@ class Engine:
         """Cut cursor completions at their syntactic unit's end; mark the row's fills valid or not.
 
         A row still invalid after repair is cut back, hole by hole, to the longest token prefix
-        that parses (never below a hole's min_tokens): "print(x" beats "print(x))".
+        that parses (never below a hole's min_tokens): "print(x" beats "print(x))"; where none
+        does, to a line's end with the brackets it leaves open closed (:meth:`_cut_and_close`).
         """
         texts, check = [], syntax.checks[r]
         for i, (h, f) in enumerate(zip(request.holes, fills)):
