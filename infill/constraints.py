@@ -33,7 +33,7 @@ import torch
 
 from .languages import grammar as lookup_grammar
 from .protocol import FillRequest
-from .shape import Shape, before_opener
+from .shape import Shape, before_opener, scaffold_context
 from .steering import LexState, Lexer
 from .syntax import Document, hole_context, truncate_completion
 
@@ -60,10 +60,13 @@ class RequestCheck:
         self.doc = shape.doc or Document(g, request.text, [(h.start, h.end) for h in request.holes])
         self.tails = [b""] * (len(request.holes) - 1) + [shape.opener.encode()]
         self.lexers: list[Lexer | None] = []
+        lines = {s.hole: s for s in shape.scaffold_holes}
         for i in range(len(request.holes)):
             ctx = hole_context(self.doc, i)
             if i == len(request.holes) - 1:
                 ctx = before_opener(ctx, shape)
+            if i in lines:
+                ctx = scaffold_context(ctx, lines[i])
             self.lexers.append(None if ctx.in_text else Lexer(g.spec, ctx))
         self._valid: dict[tuple[bytes, ...], bool] = {}
 

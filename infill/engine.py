@@ -21,6 +21,7 @@ import msgspec
 import torch
 
 from . import constraints as syntax_constraints
+from . import scaffold
 from .context_cache import SegmentCache
 from .errors import InfillError, ModelLoadError, RequestError
 from .model import DiffusionLM, load_model, read_config
@@ -353,20 +354,42 @@ class Engine:
         A constrained request whose best candidate is still invalid gets one more round, left to
         right (:func:`strict_request`), closing the brackets the text after the hole leaves open
         and, where a block header would fit, filled with a header's head (infill/shape.py,
-        :func:`strict_shape`); its result is the retry's where that is valid.
+        :func:`strict_shape`); its result is the retry's where that is valid. A hole that must end
+        with nested block headers (``Shape.scaffold``) is filled as a request of several holes, one
+        per header's head (infill/scaffold.py), in both rounds.
         """
         prepared = [self.prepare(r) for r in requests]
+        # A hole that must end with nested block headers is filled as several (infill/scaffold.py).
+        scaffolded = {i: p for i, p in enumerate(prepared) if p.shape.scaffold and constraint is None}
+        work = {i: scaffold.split(p.request, p.shape) for i, p in scaffolded.items()}
+        for i, (request, shape) in work.items():
+            prepared[i] = self.prepare(request, shape)
         results: list[FillResult | None] = [None] * len(requests)
         self._fill_prepared(prepared, list(range(len(prepared))), results, cancel, on_draft, constraint)
         again = [i for i, r in enumerate(results) if constraint is None and needs_retry(prepared[i], r, cancel)]
         if again:
             retried: list[FillResult | None] = [None] * len(requests)
             shapes = {i: strict_shape(prepared[i].shape) for i in again}
-            strict = {i: self.prepare(strict_request(requests[i], shapes[i]), shapes[i]) for i in again}
+            strict = {i: self.prepare(strict_request(work[i][0] if i in work else requests[i], shapes[i]), shapes[i]) for i in again}
             self._fill_prepared(strict, again, retried, cancel, None, None)
             for i in again:
                 results[i] = merge_retry(results[i], retried[i])
+        for i, p in scaffolded.items():
+            results[i] = self._join_scaffold(p, work[i][0], results[i])
         return results  # type: ignore[return-value]
+
+    def _join_scaffold(self, p: _Prepared, scaffolded: FillRequest, result: FillResult) -> FillResult:
+        """The result of a scaffolded request's one hole (infill/scaffold.py). Where it is invalid,
+        the scaffold's lines without the free lines before them, if that is valid (a cut back of
+        the free lines to nothing)."""
+        joined = scaffold.join(p.request, scaffolded, result)
+        if joined.fills[0].valid is False:
+            bare = scaffold.join(p.request, scaffolded, result, free=False)
+            h = p.request.holes[0]
+            if syntax_constraints.is_valid(p.request.language, p.request.text, [(h.start, h.end)], [bare.fills[0].text]):
+                joined = msgspec.structs.replace(bare, fills=[msgspec.structs.replace(bare.fills[0], valid=True)])
+        fill = joined.fills[0]
+        return msgspec.structs.replace(joined, fills=[msgspec.structs.replace(fill, text=drop_indent(fill.text, p.indents[0]))])
 
     def _fill_prepared(self, prepared, members_of, results, cancel, on_draft, constraint) -> None:
         """Fill prepared requests ``members_of`` (indices into ``prepared`` and ``results``) in chunks."""

@@ -8,7 +8,11 @@ a statement into one. So the engine puts the ':' after such a hole in the text t
 (:func:`shape_of`): the model writes the header's head (``for x in xs``) against the ':' and the
 body it opens, the syntax checks judge that head with the ':' after it (:func:`before_opener`
 for the steering lexer), and the ':' goes into the fill. Where only a header fits, the fill is
-its head alone, one line, from the first round on (:func:`first_round_shape`).
+its head alone, one line, from the first round on (:func:`first_round_shape`). Where no one
+header fits either, because the text after the hole is indented two or more levels deeper than
+the hole (a loop and the ``if`` in it cut out), the headers it needs are found the same way
+(``Shape.scaffold``, :func:`_scaffold_shape`) and the engine fills them as holes of their own
+(infill/scaffold.py).
 
 Found by parsing stand-in fills (infill/syntax.py, ``Document``): when no simple statement
 (``pass``) at any indentation the text before the hole allows makes the document valid, but a
@@ -23,7 +27,9 @@ only for constrained requests. It does not look at tokens or the model.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from .languages import grammar as lookup_grammar
 from .protocol import FillRequest, Hole
@@ -46,6 +52,27 @@ OPENING = {"(": "f("}
 OPENING_HEADS = ("x = ", "if ")  # a statement, or a header whose ':' comes after the brackets close
 LOOKBACK_LINES = 40  # lines before the hole whose indentation widths are tried when the tree cannot tell
 LOOKAHEAD_LINES = 8  # lines after the hole whose widths deeper than the levels may be tried after a ':'
+SCAFFOLD_DEPTH = 4  # the most nested block headers a scaffold opens
+# Stand-ins for a scaffold's headers: the outermost may be a loop (the text after the hole may
+# ``break``), the last one a ``try`` where that text goes on with ``except:``.
+SCAFFOLD_FIRST = ("if x:", "for x in y:")
+SCAFFOLD_LAST = ("if x:", "try:")
+
+
+class ScaffoldHole(NamedTuple):
+    """One hole of a scaffolded request (infill/scaffold.py), as its syntax checks must know it:
+    the free lines before the scaffold (``seam``: the width of the line after them) or one line
+    of it (``width``; a header's head alone, before its ':', where ``head``, starting with one of
+    ``head_words``; ``opened``: after a header of the scaffold), in ``levels`` (the tree of the scaffold with its holes empty cannot
+    tell these)."""
+
+    hole: int
+    levels: tuple[int, ...] | None
+    seam: int | None = None
+    width: int | None = None
+    head: bool = False
+    head_words: tuple[str, ...] = ()
+    opened: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,6 +93,14 @@ class Shape:
     # shape_of) and the opener that says so: what :func:`strict_shape` turns this shape into.
     header_indents: tuple[int, ...] = ()
     header_opener: str = ""
+    # Where neither a statement nor one header parses at any width: the lines of the nested
+    # block headers the fill must end with, as (width, header?) (a body line after the last
+    # header where the text after the hole goes on with a clause of it), as (width, words): the
+    # words a header's head may start with (HEADS whose stand-in parses there), () for the body
+    # line; see _scaffold_shape.
+    scaffold: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    # A scaffolded request's (infill/scaffold.py): what its holes must be (scaffold_context).
+    scaffold_holes: tuple[ScaffoldHole, ...] = ()
     # The request's parsed document, for the syntax checks to reuse (not part of the shape).
     doc: Document | None = field(default=None, compare=False, repr=False)
 
@@ -111,7 +146,7 @@ def shape_of(request: FillRequest) -> Shape:
         if statements or headers:
             break
     else:
-        return Shape()
+        return _scaffold_shape(doc, ctx, h, end)
     k = statements[0] if statements else next(iter(headers))
     levels = _levels(doc, ctx.levels, h, " " * k + (STATEMENT if statements else headers[k]) + end)
     # The first line may be a statement or a header wherever one parses; it must be a header
@@ -152,6 +187,48 @@ def _opening_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Sha
                  levels=_levels(doc, None, hole, next(iter(fits.values()))))
 
 
+def _scaffold_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Shape:
+    """Where the text after the hole is indented deeper than one header at any width allows (a
+    loop and the ``if`` in it cut out above their body), the headers that must open its block:
+    one at each indentation step from a width the fill's lines may start at down to the level
+    above that text's first line (or at it, followed by a body line, where that line is a clause:
+    an ``else:`` needs its ``if`` and the ``if`` a body). The first that parses with stand-ins
+    (``if x:``, ``pass``), fewest headers first, at most SCAFFOLD_DEPTH; Shape() if none does."""
+    target = ctx.seam_here
+    if not target:  # unknown, or nothing to open a block for
+        return Shape()
+    ordered = sorted(ctx.levels or ())
+    unit = min((b - a for a, b in zip(ordered, ordered[1:])), default=4)
+    clause = ctx.clause_here
+    for n in range(1, SCAFFOLD_DEPTH + 1):
+        top = target - (n - 1 if clause else n) * unit
+        if top < 0:
+            break
+        widths = [top + j * unit for j in range(n)]
+        for first, last in itertools.product(SCAFFOLD_FIRST, SCAFFOLD_LAST if clause else ("if x:",)):
+            heads = [first] + ["if x:"] * (n - 1)
+            heads[-1] = last if clause else heads[-1]
+            lines = [" " * w + head for w, head in zip(widths, heads)]
+            lines += [" " * (widths[-1] + unit) + STATEMENT] if clause else []
+            stand_in = "\n".join(lines) + end
+            if doc.valid([stand_in.encode()]):
+                scaffold = tuple((w, _scaffold_words(doc, lines, j, end)) for j, w in enumerate(widths))
+                scaffold += ((widths[-1] + unit, ()),) if clause else ()
+                return Shape(scaffold=scaffold, levels=_levels(doc, ctx.levels, hole, stand_in), doc=doc)
+    return Shape()
+
+
+def _scaffold_words(doc: Document, lines: list[str], j: int, end: str) -> tuple[str, ...]:
+    """The words of HEADS whose stand-in parses in place of the scaffold's header ``j``
+    (``if`` but no ``for`` before a ``break``, no ``else`` with no ``if`` before it)."""
+    width = " " * (len(lines[j]) - len(lines[j].lstrip()))
+
+    def parses(head: str) -> bool:
+        return doc.valid([("\n".join([*lines[:j], width + head + ":", *lines[j + 1 :]]) + end).encode()])
+
+    return tuple(w for w, head in HEADS.items() if parses(head))
+
+
 def _clean(doc: Document, stand_in: str) -> bool:
     """Does the judged region with ``stand_in`` in the hole have no error at all (tree-sitter's or CPython's)?"""
     tree, data, _ = doc.parse([stand_in.encode()])
@@ -186,6 +263,15 @@ def first_round_shape(shape: Shape) -> Shape:
     so that steering holds the model to one line and the first round is valid more often
     (HumanEval single-line: 15 retries instead of 22); otherwise ``shape`` as it is."""
     return strict_shape(shape) if shape.opener.startswith(":") and shape.header_indents else shape
+
+
+def scaffold_context(ctx: HoleContext, hole: ScaffoldHole) -> HoleContext:
+    """The steering context of a scaffolded request's hole, with what the scaffold tells of it."""
+    ctx = replace(ctx, levels=hole.levels or ctx.levels)
+    if hole.seam is not None:  # free lines: the scaffold's first line follows them
+        return replace(ctx, seam_here=hole.seam, seam_next=hole.seam, clause_here=False, clause_next=False)
+    return replace(ctx, first_indents=(hole.width,), head_only=hole.head, head_words=hole.head_words, colon_rest=hole.head,
+                   after_colon=ctx.after_colon or hole.opened)
 
 
 def _widths(prefix: str, ctx: HoleContext) -> list[int]:

@@ -1,0 +1,82 @@
+"""A hole that must end with nested block headers: found by stand-ins, filled as several holes."""
+
+import re
+
+import pytest
+
+from infill import scaffold
+from infill.constraints import RequestCheck
+from infill.protocol import Fill, FillRequest, FillResult, Hole, SamplingOptions, Timings
+from infill.shape import Shape, shape_of
+
+# A loop and the ``if`` in it cut out above their body, whose ``else`` follows.
+NESTED = "def f(s):\n    out = ''\n|            out += c\n        else:\n            out = c\n    return out\n"
+# ... and with the ``else`` at the hole's line, right after it: the ``if`` needs a body line first.
+CLAUSE = "def f(s):\n    out = ''\n|        else:\n            out += c\n    return out\n"
+
+
+def request(doc: str) -> FillRequest:
+    i = doc.index("|")
+    return FillRequest(text=doc[:i] + doc[i + 1 :], holes=[Hole(i, i, 64, min_tokens=1)], language="python",
+                       options=SamplingOptions(candidates=1))
+
+
+@pytest.mark.parametrize(
+    "doc, lines",
+    [
+        (NESTED, ((4, True), (8, True))),
+        (CLAUSE, ((4, True), (8, True), (12, False))),
+        ("def f(s):\n    out = ''\n|    return out\n", ()),  # a statement fits
+        ("def f(s):\n    out = ''\n|        out += c\n    return out\n", ()),  # one header fits
+    ],
+)
+def test_stand_ins_find_the_headers_the_text_after_the_hole_needs(doc, lines):
+    assert tuple((width, bool(words)) for width, words in shape_of(request(doc)).scaffold) == lines
+
+
+def test_a_loop_is_tried_where_the_text_after_breaks_out_of_it_and_only_a_loop_may_open_it():
+    doc = "def f(s):\n    n = 0\n|            break\n        n += 1\n    return n\n"
+    (outer, words), (inner, inner_words) = shape_of(request(doc)).scaffold
+    assert (outer, inner) == (4, 8)
+    assert {"for", "while"} <= set(words) and "if" not in words  # 'break' needs a loop around it
+    assert "if" in inner_words and "else" not in inner_words  # no 'if' before it to go on with
+
+
+def test_split_puts_a_hole_at_each_headers_head_and_join_makes_one_fill_again():
+    req = request(NESTED)
+    shape = shape_of(req)
+    split, lines = scaffold.split(req, shape)
+    assert len(split.holes) == 3 and [h.min_tokens for h in split.holes] == [0, 1, 1]
+    fills = ["res = []", "for c in s", "if c"]
+    text = "".join(p + f for p, f in zip([split.text[: split.holes[0].start], *(split.text[a.end : b.start] for a, b in zip(split.holes, split.holes[1:]))], fills))
+    assert text.endswith("res = []\n    for c in s:\n        if c")
+    assert [(x.hole, x.seam, x.width, x.head) for x in lines.scaffold_holes] == [(0, 4, None, False), (1, None, 4, True), (2, None, 8, True)]
+    result = FillResult(fills=[Fill(text=f, score=-1.0, valid=True) for f in fills], timings=Timings(), model="m")
+    joined = scaffold.join(req, split, result)
+    assert [f.text for f in joined.fills] == ["res = []\n    for c in s:\n        if c:\n"]
+    assert joined.fills[0].valid is True and joined.fills[0].score == -1.0
+    bare = scaffold.join(req, split, result, free=False)
+    assert bare.fills[0].text == "    for c in s:\n        if c:\n"  # no blank line where the free lines were
+
+
+def test_the_syntax_checks_hold_each_scaffold_hole_to_its_line():
+    req = request(CLAUSE)
+    split, shape = scaffold.split(req, shape_of(req))
+    check = RequestCheck(split, shape)
+    free, outer, inner, body = (lx.ctx for lx in check.lexers)
+    assert free.seam_here == 4 and not free.head_only
+    assert outer.head_only and outer.colon_rest and outer.first_indents == (4,)
+    assert inner.head_only and inner.first_indents == (8,) and inner.levels == (0, 4)
+    assert not body.head_only and body.first_indents == (12,) and body.levels == (0, 4, 8)
+
+
+def test_the_engine_fills_a_scaffolded_hole_with_its_headers(tiny_engine):
+    r = tiny_engine.fill(request(NESTED))
+    assert len(r.fills) == 1
+    assert re.search(r"(^|\n)    \S[^\n]*:\n        \S[^\n]*:\n$", r.fills[0].text), r.fills[0].text
+
+
+def test_unconstrained_requests_are_not_scaffolded():
+    req = request(NESTED)
+    assert shape_of(FillRequest(text=req.text, holes=req.holes, language="python",
+                                options=SamplingOptions(constrained=False))) == Shape()
