@@ -64,7 +64,7 @@ class _Prepared:
     tokenize_ms: float = 0.0
     indents: list[str] = field(default_factory=list)  # indentation moved from the prefix into each hole
     shape: Shape = field(default_factory=Shape)  # its hole's, as stand-in fills tell (an opener goes into the fill)
-    lead: list[int] = field(default_factory=list)  # tokens the last hole's fill starts with, committed before denoising
+    leads: list[list[int]] = field(default_factory=list)  # per hole, the tokens its fill starts with, committed before denoising
 
 
 def resolve_device(name: str) -> torch.device:
@@ -321,9 +321,16 @@ class Engine:
             keep[0] = (0, len(tokens[0]) - sticky_start(len(tokens[0]), keep[0][1], quantum=max(1, budget // 8)))
         segments = [trim(t, k) for t, k in zip(tokens, keep)]
         windows = [h.max_tokens for h in request.holes]
-        lead = self.indent_tokens(form.first_indents[0]) if form.first_indents and len(form.first_indents) == 1 else []
-        lead = lead if len(lead) < windows[-1] else []
-        return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000, indents, form, lead)
+        # A known indentation of a fill's first line is committed up front (the last hole's, and
+        # each scaffold line's: a small model's likeliest first tokens are often not it).
+        widths: list[int | None] = [None] * len(windows)
+        if form.first_indents and len(form.first_indents) == 1:
+            widths[-1] = form.first_indents[0]
+        for line in form.scaffold_holes:
+            widths[line.hole] = line.width if line.width is not None else widths[line.hole]
+        leads = [self.indent_tokens(w) if w is not None else [] for w in widths]
+        leads = [lead if len(lead) < window else [] for lead, window in zip(leads, windows)]
+        return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000, indents, form, leads)
 
     def indent_tokens(self, width: int) -> list[int]:
         """The tokens that indent a line by ``width`` spaces before its first word, as running
@@ -501,8 +508,7 @@ class Engine:
         rows, ctx_pos, win_pos, win_hole, win_nopad, seeds, schedules = [], [], [], [], [], [], []
         for ri, p in enumerate(prepared):
             for scale, seed in candidate_plan(p.request.options, self.config.candidates):
-                lengths = [max(1, math.ceil(w * scale)) for w in p.windows]
-                lengths[-1] = max(lengths[-1], len(p.lead) + 1)
+                lengths = [max(1, math.ceil(w * scale), len(lead) + 1) for w, lead in zip(p.windows, p.leads)]
                 cpos, wpos, whole, nopad, at = [], [], [], [], 0
                 for h, seg in enumerate(p.segments):
                     cpos.extend(range(at, at + len(seg)))
@@ -531,13 +537,13 @@ class Engine:
         return lay
 
     def commit_leads(self, state: Windows, prepared: list[_Prepared], rows: list[int]) -> None:
-        """Commit each row's lead tokens (a known indentation) at the start of its last hole's window."""
+        """Commit each row's lead tokens (a known indentation) at the start of its holes' windows."""
         for r, ri in enumerate(rows):
-            lead, last = prepared[ri].lead, len(prepared[ri].windows) - 1
-            if lead:
-                slots = (state.hole[r] == last).nonzero().flatten()[: len(lead)]
-                state.ids[r, slots] = torch.tensor(lead, dtype=state.ids.dtype, device=state.ids.device)
-                state.masked[r, slots] = False
+            for h, lead in enumerate(prepared[ri].leads):
+                if lead:
+                    slots = (state.hole[r] == h).nonzero().flatten()[: len(lead)]
+                    state.ids[r, slots] = torch.tensor(lead, dtype=state.ids.dtype, device=state.ids.device)
+                    state.masked[r, slots] = False
 
     def decode_row(self, ids: torch.Tensor, logprob: torch.Tensor, hole: torch.Tensor, n_holes: int) -> tuple[list[Fill], float, int]:
         """One row's fills (each cut at its first pad), its mean log-probability, its token count."""

@@ -208,18 +208,21 @@ RESCUE_TOKENS = 64  # how deep a stuck row's first masked slot looks for a token
 
 def rescue(constraint, state: Windows, candidates: torch.Tensor, allowed: torch.Tensor, logp_all: torch.Tensor,
            proposal: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> None:
-    """Rows with masked slots but nothing allowed: their first masked slot takes the best of its
+    """Holes with masked slots but nothing allowed: their first masked slot takes the best of its
     RESCUE_TOKENS most likely tokens that the constraint allows (in place: ``allowed`` and the
     proposal's token, log-probability and confidence), where the constraint can tell one."""
     ask = getattr(constraint, "first_admissible", None)
-    stuck = candidates.any(1) & ~allowed.any(1)
-    if ask is None or not stuck.any():
+    if ask is None:
         return
+    first = first_masked(state.hole, candidates)
+    stuck = torch.zeros_like(first)
+    for h in state.hole.unique().tolist():
+        if h >= 0:
+            in_h = state.hole == h
+            stuck |= first & in_h & ~(allowed & in_h).any(1, keepdim=True)
     token, logp, conf = proposal
     index = numbered(candidates)  # row of logp_all
-    first = first_masked(torch.zeros_like(state.hole), candidates)
-    for r in stuck.nonzero().flatten().tolist():
-        slot = int(first[r].nonzero()[0])
+    for r, slot in stuck.nonzero().tolist():
         lp = logp_all[index[r, slot]]
         best = lp.topk(min(RESCUE_TOKENS, lp.shape[0])).indices.tolist()
         t = ask(state, r, slot, best)
@@ -246,6 +249,17 @@ def first_masked(hole: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
         cand = (hole == h) & masked
         first = torch.where(cand, idx, torch.full_like(idx, W)).min(dim=1).values
         out |= cand & (idx == first[:, None])
+    return out
+
+
+def hole_rank(hole: torch.Tensor) -> torch.Tensor:
+    """[R, W] long: each slot's index in its hole (0 for its first slot; holes side by side go on
+    together in a left-to-right order, a step's slots spread over them)."""
+    out = torch.zeros_like(hole)
+    for h in hole.unique().tolist():
+        if h >= 0:
+            in_h = hole == h
+            out += torch.where(in_h, in_h.long().cumsum(1) - 1, 0)
     return out
 
 
@@ -388,8 +402,8 @@ def denoise_steps(
         refused = candidates & ~allowed
         if refused.any():
             rescue(constraint, state, candidates, allowed, logp_all, (token, logp, conf))
-        if schedule.policy == "left-to-right":  # the autoregressive-equivalent order, never past a refusal in a hole
-            score = torch.where(candidates, -state.pos.float(), float("-inf"))
+        if schedule.policy == "left-to-right":  # the autoregressive-equivalent order in each hole, never past a refusal
+            score = torch.where(candidates, -hole_rank(state.hole).float(), float("-inf"))
             allowed &= ~past_refusal(state.hole, refused)
         if schedule.pad_in_order:  # a fill may end only where everything before it is decided
             allowed &= (token != cfg.pad_id) | first_masked(state.hole, state.masked)

@@ -69,7 +69,7 @@ def join(request: FillRequest, scaffolded: FillRequest, result: FillResult, free
     fills = result.fills
     texts = [f.text for f in fills]
     blank = not (free and texts[0].strip())
-    texts[0] = "" if blank else texts[0]
+    texts[0] = "" if blank else texts[0].rstrip()  # the scaffold's line break ends them
     filled = apply_fills(scaffolded.text, scaffolded.holes, texts)
     start, after = request.holes[0].start, len(request.text) - request.holes[0].end
     text = filled[start + blank : len(filled) - after]  # no free lines: no blank line before the headers

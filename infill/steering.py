@@ -15,7 +15,7 @@ A token is refused only when it makes an error that no later token can undo:
   (CPython's verdict on the line alone, infill/pycompile.py): ``x = = 1`` at its second '=',
   ``if x == 1`` at its line break, ``print x``;
 - the end of the fill (pad) inside a string or block comment, or with its own brackets open;
-- Python, a header's head only (``HoleContext.head_only``): a line break, a comment, a ':' of its own, or a line whose first word starts no compound statement (none of ``head_words``);
+- Python, a header's head only (``HoleContext.head_only``): a line break, a comment, a ':' of its own, indentation past its widths, or a line whose first word starts no compound statement (none of ``head_words``);
 - the end of a fill that ``closes`` (a retry's) with brackets open before the hole that the text after it leaves open;
 - a token after which the window has fewer slots left than :meth:`Lexer.closers_needed` (one
   closing character per slot: a fill looping inside a dict is made to close it in time);
@@ -165,8 +165,8 @@ class Lexer:
                     if cont:
                         cont = False
                     elif depth == 0:
+                        ok = ok and not ctx.head_only  # a header's head is one line (no blank one before it), ended by its ':'
                         if not at_start:
-                            ok = ok and not ctx.head_only  # a header's head ends at its ':', on this line
                             after_colon = last_sig == ":"
                             if line is not None and acc is not None:
                                 ok = ok and not self._breaks(line + s[acc:i], known, ended=True)
@@ -176,6 +176,8 @@ class Lexer:
                 continue
             if at_start and c in " \t\f\r":
                 indent = (indent // 8 + 1) * 8 if c == "\t" else indent + (c == " ")
+                if ctx.head_only and ctx.first_indents and not started:  # a head is one line: no blank line ends this indentation
+                    ok = ok and indent <= max(ctx.first_indents)
                 i += 1
                 continue
             comment = next((lc for lc in spec.line_comment if s.startswith(lc, i)), None)

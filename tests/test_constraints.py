@@ -199,6 +199,14 @@ def test_closers_needed_counts_what_the_fill_must_still_close():
     assert retry.closers_needed(retry.feed(retry.start, "'b': [2")[0]) == 2  # ...unless the fill closes
 
 
+def test_a_headers_head_alone_is_one_line_at_its_width():
+    lx = lexer_at("python", "def f(s):\n    n = 0\n|\n            n += 1\n")
+    head = Lexer(lx.spec, replace(lx.ctx, head_only=True, colon_rest=True, first_indents=(4,), next_char=":"))
+    assert head.accepts(head.start, "    for c in s")
+    assert not head.accepts(head.start, "\n    for c in s")  # no blank line before it
+    assert not head.accepts(head.start, "        ")  # indented past its width: no later token mends that
+
+
 def test_closers_needed_counts_a_string_kept_back_for_lookahead():
     lx = lexer_at("python", "y = {\n    'a': 1,\n|")
     retry = Lexer(lx.spec, replace(lx.ctx, closes=True))

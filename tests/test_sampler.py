@@ -404,6 +404,25 @@ def test_a_stuck_slot_takes_the_best_token_the_constraint_allows_from_deep_in_it
     assert state.ids[0].tolist() == [3]
 
 
+def test_a_hole_stuck_beside_one_that_goes_on_is_rescued():
+    c = RefusesAt(0, rescue=12)  # hole 0's only slot is refused; hole 1 has slots it allows
+    state = fresh(W=3, holes=[0, 1, 1])
+    steps = denoise_steps(Ranked(), empty_ctx(1), state, Schedule(steps=3, pad_in_order=False, alternatives=2), constraint=c)
+    next(steps)
+    assert c.asked and c.asked[0][0] == 0  # asked in the first step, not once hole 1 is done
+    list(steps)
+    assert state.ids[0, 0] == 12
+
+
+def test_left_to_right_holes_side_by_side_go_on_together():
+    from infill.sampler import hole_rank
+
+    assert hole_rank(torch.tensor([[0, 0, 0, 1, 1, -1]])).tolist() == [[0, 1, 2, 0, 1, 0]]
+    state = fresh(W=6, holes=[0, 0, 0, 1, 1, 1])
+    steps = list(denoise_steps(Scripted(), empty_ctx(1), state, Schedule(steps=3, policy="left-to-right", pad_in_order=False)))
+    assert steps[0].committed[0].nonzero().flatten().tolist() == [0, 3]  # each hole's first slot, not hole 0's first two
+
+
 @pytest.mark.parametrize("temperature", [0.0, 0.8])
 def test_ranked_tokens_are_what_propose_picks_once_the_better_ones_are_ruled_out(temperature):
     torch.manual_seed(0)

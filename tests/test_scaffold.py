@@ -47,9 +47,9 @@ def test_split_puts_a_hole_at_each_headers_head_and_join_makes_one_fill_again():
     shape = shape_of(req)
     split, lines = scaffold.split(req, shape)
     assert len(split.holes) == 3 and [h.min_tokens for h in split.holes] == [0, 1, 1]
-    fills = ["res = []", "for c in s", "if c"]
+    fills = ["res = []\n    ", "for c in s", "if c"]  # free lines that end in a new line's indentation
     text = "".join(p + f for p, f in zip([split.text[: split.holes[0].start], *(split.text[a.end : b.start] for a, b in zip(split.holes, split.holes[1:]))], fills))
-    assert text.endswith("res = []\n    for c in s:\n        if c")
+    assert text.endswith("res = []\n    \n    for c in s:\n        if c")
     assert [(x.hole, x.seam, x.width, x.head) for x in lines.scaffold_holes] == [(0, 4, None, False), (1, None, 4, True), (2, None, 8, True)]
     result = FillResult(fills=[Fill(text=f, score=-1.0, valid=True) for f in fills], timings=Timings(), model="m")
     joined = scaffold.join(req, split, result)
@@ -68,6 +68,13 @@ def test_the_syntax_checks_hold_each_scaffold_hole_to_its_line():
     assert outer.head_only and outer.colon_rest and outer.first_indents == (4,)
     assert inner.head_only and inner.first_indents == (8,) and inner.levels == (0, 4)
     assert not body.head_only and body.first_indents == (12,) and body.levels == (0, 4, 8)
+
+
+def test_each_scaffold_line_starts_with_its_indentation_committed(tiny_engine):
+    req = request(NESTED)
+    split, shape = scaffold.split(req, shape_of(req))
+    prepared = tiny_engine.prepare(split, shape)
+    assert prepared.leads == [[], tiny_engine.indent_tokens(4), tiny_engine.indent_tokens(8)] and prepared.leads[2]
 
 
 def test_the_engine_fills_a_scaffolded_hole_with_its_headers(tiny_engine):

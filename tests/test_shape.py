@@ -119,8 +119,8 @@ def test_the_engine_reads_the_opener_after_the_hole_and_puts_it_into_the_fill(ti
     if res.fills[0].valid:  # a random model may get stuck where only a header's head fits: then no verdict on the rest
         assert not res.fills[0].text.startswith("     ")
     prepared = tiny_engine.prepare(req)
-    assert prepared.lead == tiny_engine.indent_tokens(4) != []  # the known indentation, committed up front
-    assert tiny_engine.tokenizer.decode(prepared.lead) in ("   ", "    ")  # the last space may go with the word
+    assert prepared.leads[-1] == tiny_engine.indent_tokens(4) != []  # the known indentation, committed up front
+    assert tiny_engine.tokenizer.decode(prepared.leads[-1]) in ("   ", "    ")  # the last space may go with the word
 
 
 def test_a_fill_that_opens_what_the_text_after_it_closes_is_valid(tiny_engine):
@@ -133,7 +133,7 @@ def test_a_fill_that_opens_what_the_text_after_it_closes_is_valid(tiny_engine):
 
 def test_no_opener_for_unconstrained_fills(tiny_engine):
     prepared = tiny_engine.prepare(request("def f(xs):\n    t = 0\n|        t += x\n", constrained=False))
-    assert prepared.shape == Shape() and prepared.lead == []
+    assert prepared.shape == Shape() and prepared.leads == [[]]
     assert tiny_engine.tokenizer.decode(prepared.segments[1]).startswith("        t += x")
 
 
