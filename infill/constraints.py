@@ -138,6 +138,14 @@ class SyntaxConstraint:
     def _text(self, tokens: list[int]) -> str:
         return b"".join(self.token_bytes(t) for t in tokens).decode("utf-8", "replace")
 
+    def _char_tokens(self, char: str | None) -> list[int]:
+        """The token that is ``char`` alone, if the tokenizer has one (and can say)."""
+        encode = getattr(self.tokenizer, "encode", None)
+        if char is None or encode is None:
+            return []
+        ids = encode(char)
+        return ids if len(ids) == 1 else []
+
     def _token_text(self, t: int) -> str:
         s = self._texts.get(t)
         if s is None:
@@ -262,7 +270,10 @@ class SyntaxConstraint:
                     return None
                 st = self._state(r, h, lexer, run)
                 room = b - slot - 1 if bool(state.masked[r, slot:b].all()) else None
-                return self._first_allowed(lexer, st, tokens, room)
+                found = self._first_allowed(lexer, st, tokens, room)
+                if found is None and room is not None:  # the window is ending: the closer itself, if the model ranks it low
+                    found = self._first_allowed(lexer, st, self._char_tokens(lexer.next_closer(st)), room)
+                return found
             return None
         except Exception:
             self._fail("first_admissible")

@@ -54,8 +54,9 @@ LOOKBACK_LINES = 40  # lines before the hole whose indentation widths are tried 
 LOOKAHEAD_LINES = 8  # lines after the hole whose widths deeper than the levels may be tried after a ':'
 SCAFFOLD_DEPTH = 4  # the most nested block headers a scaffold opens
 # Stand-ins for a scaffold's headers: the outermost may be a loop (the text after the hole may
-# ``break``), the last one a ``try`` where that text goes on with ``except:``.
-SCAFFOLD_FIRST = ("if x:", "for x in y:")
+# ``break``) or a clause of a statement before the hole (an ``except:`` its ``try`` still needs),
+# the last one a ``try`` where that text goes on with ``except:``.
+SCAFFOLD_FIRST = ("if x:", "for x in y:", "except:", "else:")
 SCAFFOLD_LAST = ("if x:", "try:")
 
 
@@ -200,19 +201,21 @@ def _scaffold_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Sh
     ordered = sorted(ctx.levels or ())
     unit = min((b - a for a, b in zip(ordered, ordered[1:])), default=4)
     clause = ctx.clause_here
-    for n in range(1, SCAFFOLD_DEPTH + 1):
+    # After a header the free lines before the scaffold hold its body (steering asks for one).
+    bodies = [[]] + ([[" " * (ordered[-1] + unit) + STATEMENT]] if ctx.after_colon and ordered else [])
+    for body, n in itertools.product(bodies, range(1, SCAFFOLD_DEPTH + 1)):
         top = target - (n - 1 if clause else n) * unit
         if top < 0:
-            break
+            continue
         widths = [top + j * unit for j in range(n)]
         for first, last in itertools.product(SCAFFOLD_FIRST, SCAFFOLD_LAST if clause else ("if x:",)):
             heads = [first] + ["if x:"] * (n - 1)
             heads[-1] = last if clause else heads[-1]
-            lines = [" " * w + head for w, head in zip(widths, heads)]
+            lines = body + [" " * w + head for w, head in zip(widths, heads)]
             lines += [" " * (widths[-1] + unit) + STATEMENT] if clause else []
             stand_in = "\n".join(lines) + end
             if doc.valid([stand_in.encode()]):
-                scaffold = tuple((w, _scaffold_words(doc, lines, j, end)) for j, w in enumerate(widths))
+                scaffold = tuple((w, _scaffold_words(doc, lines, len(body) + j, end)) for j, w in enumerate(widths))
                 scaffold += ((widths[-1] + unit, ()),) if clause else ()
                 return Shape(scaffold=scaffold, levels=_levels(doc, ctx.levels, hole, stand_in), doc=doc)
     return Shape()

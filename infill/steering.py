@@ -267,6 +267,20 @@ class Lexer:
         need = len(st.stack) + (st.kind in ("str", "block"))
         return need + (max(self.ctx.unclosed - st.popped, 0) if self.ctx.closes else 0)
 
+    def next_closer(self, st: LexState) -> str | None:
+        """The character that must come next to close what is open after the state ``st``, if
+        the fill is to end soon: a string's end (its first character), else its innermost bracket's
+        closer, else (a fill that ``closes``) that of the innermost bracket before the hole still
+        open; None when nothing is."""
+        st = self.feed(st, "", final=True)[0] if st.tail else st
+        if st.kind in ("str", "block"):
+            return st.delim[0]
+        if st.stack:
+            return self.pairs[st.stack[-1]]
+        if self.ctx.closes and st.popped < self.ctx.unclosed:
+            return self.pairs[self.ctx.base[len(self.ctx.base) - 1 - st.popped]]
+        return None
+
     def close(self, text: str) -> str | None:
         """``text`` (a fill) with the closers of what it leaves open appended: its own brackets,
         innermost first, then the brackets before the hole that the text after the hole leaves

@@ -246,6 +246,9 @@ class CharTokenizer:
     def token_bytes(self, t: int) -> bytes:
         return b"" if t < 3 else VOCAB[t].encode()
 
+    def encode(self, text: str) -> list[int]:
+        return [TOK[c] for c in text]
+
 
 def request(doc: str, language="python", window=4, **options) -> FillRequest:
     text, i = cursor(doc)
@@ -331,6 +334,16 @@ def test_steering_keeps_room_in_the_window_for_what_the_fill_must_close():
     # where a committed slot follows, how much room is left is not known: no refusal for it
     state = windows([[TOK["("], TOK["("], MASK, TOK[")"]]], [[False, False, True, False]])
     assert c.steer(state, proposal, state.masked.clone(), None)[1].tolist() == [[False, False, True, False]]
+
+
+def test_a_stuck_slot_near_the_windows_end_may_take_the_closer_the_model_ranks_low():
+    c = constraint_for(request("y = |\n"))
+    state = windows([[TOK["("], TOK["("], MASK, MASK]], [[False, False, True, True]])
+    assert c.first_admissible(state, 0, 2, [TOK["x"], TOK["b"]]) == TOK[")"]  # two ')' still to come, two slots left
+    lx = lexer_at("python", "y = {\n    'a': 1,\n|")
+    retry = Lexer(lx.spec, replace(lx.ctx, closes=True))
+    assert [retry.next_closer(retry.feed(retry.start, t)[0]) for t in ("'b': [f('x", "'b': [2", "'b': 2", "'b': 2}")] == ["'", "]", "}", None]
+    assert lx.next_closer(lx.feed(lx.start, "'b': 2")[0]) is None  # the '{' is not this fill's to close
 
 
 def test_remask_flags_exactly_the_planted_bracket():

@@ -42,6 +42,12 @@ def test_a_loop_is_tried_where_the_text_after_breaks_out_of_it_and_only_a_loop_m
     assert "if" in inner_words and "else" not in inner_words  # no 'if' before it to go on with
 
 
+def test_after_a_header_a_scaffold_may_end_the_try_it_is_in():
+    doc = "def f(x):\n    try:\n        if x:\n|        return 0\n    return 1\n"  # a body, then 'except:'
+    ((width, words),) = shape_of(request(doc)).scaffold
+    assert width == 4 and "except" in words and "if" not in words
+
+
 def test_split_puts_a_hole_at_each_headers_head_and_join_makes_one_fill_again():
     req = request(NESTED)
     shape = shape_of(req)
