@@ -212,14 +212,11 @@ def rescue(constraint, state: Windows, candidates: torch.Tensor, allowed: torch.
     RESCUE_TOKENS most likely tokens that the constraint allows (in place: ``allowed`` and the
     proposal's token, log-probability and confidence), where the constraint can tell one."""
     ask = getattr(constraint, "first_admissible", None)
-    if ask is None:
+    stuck_holes = per_hole_count(state.hole, candidates).gt(0) & per_hole_count(state.hole, allowed).eq(0)  # [R, H]
+    if ask is None or not stuck_holes.any():
         return
     first = first_masked(state.hole, candidates)
-    stuck = torch.zeros_like(first)
-    for h in state.hole.unique().tolist():
-        if h >= 0:
-            in_h = state.hole == h
-            stuck |= first & in_h & ~(allowed & in_h).any(1, keepdim=True)
+    stuck = first & stuck_holes.gather(1, state.hole.clamp_min(0)) & (state.hole >= 0)
     token, logp, conf = proposal
     index = numbered(candidates)  # row of logp_all
     for r, slot in stuck.nonzero().tolist():
@@ -229,6 +226,13 @@ def rescue(constraint, state: Windows, candidates: torch.Tensor, allowed: torch.
         if t is not None:
             token[r, slot], logp[r, slot], conf[r, slot] = t, lp[t], lp[t].exp()
             allowed[r, slot] = True
+
+
+def per_hole_count(hole: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
+    """[R, H] long: how many slots of each hole (0 .. H-1) ``where`` [R, W] marks in each row."""
+    n = int(hole.max()) + 1 if hole.numel() else 0
+    count = torch.zeros((hole.shape[0], max(n, 1)), dtype=torch.long, device=hole.device)
+    return count.scatter_add_(1, hole.clamp_min(0), (where & (hole >= 0)).long())
 
 
 def numbered(where: torch.Tensor) -> torch.Tensor:

@@ -62,10 +62,10 @@ SCAFFOLD_LAST = ("if x:", "try:")
 
 class ScaffoldHole(NamedTuple):
     """One hole of a scaffolded request (infill/scaffold.py), as its syntax checks must know it:
-    the free lines before the scaffold (``seam``: the width of the line after them) or one line
-    of it (``width``; a header's head alone, before its ':', where ``head``, starting with one of
-    ``head_words``; ``opened``: after a header of the scaffold), in ``levels`` (the tree of the scaffold with its holes empty cannot
-    tell these)."""
+    the free lines before the scaffold (``seam``: the width of the line after them), or one line
+    of it (``width``; where ``head``, a header's head alone before its ':', starting with one of
+    ``head_words``; ``opened``: after a header of the scaffold), in ``levels`` (the tree of the
+    scaffold with its holes empty cannot tell these)."""
 
     hole: int
     levels: tuple[int, ...] | None
@@ -95,10 +95,9 @@ class Shape:
     header_indents: tuple[int, ...] = ()
     header_opener: str = ""
     # Where neither a statement nor one header parses at any width: the lines of the nested
-    # block headers the fill must end with, as (width, header?) (a body line after the last
-    # header where the text after the hole goes on with a clause of it), as (width, words): the
-    # words a header's head may start with (HEADS whose stand-in parses there), () for the body
-    # line; see _scaffold_shape.
+    # block headers the fill must end with, as (width, words): the words a header's head may
+    # start with (HEADS whose stand-in parses there), or () for a body line after the last
+    # header where the text after the hole goes on with a clause of it; see _scaffold_shape.
     scaffold: tuple[tuple[int, tuple[str, ...]], ...] = ()
     # A scaffolded request's (infill/scaffold.py): what its holes must be (scaffold_context).
     scaffold_holes: tuple[ScaffoldHole, ...] = ()
@@ -194,7 +193,8 @@ def _scaffold_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Sh
     one at each indentation step from a width the fill's lines may start at down to the level
     above that text's first line (or at it, followed by a body line, where that line is a clause:
     an ``else:`` needs its ``if`` and the ``if`` a body). The first that parses with stand-ins
-    (``if x:``, ``pass``), fewest headers first, at most SCAFFOLD_DEPTH; Shape() if none does."""
+    (SCAFFOLD_FIRST, SCAFFOLD_LAST, ``pass``), fewest headers first, at most SCAFFOLD_DEPTH, then
+    the same after a body line where the hole follows a header; Shape() if none does."""
     target = ctx.seam_here
     if not target:  # unknown, or nothing to open a block for
         return Shape()
