@@ -367,7 +367,7 @@ class Engine:
         """
         prepared = [self.prepare(r) for r in requests]
         # A hole that must end with nested block headers is filled as several (infill/scaffold.py).
-        scaffolded = {i: p for i, p in enumerate(prepared) if p.shape.scaffold and constraint is None}
+        scaffolded = {i: p for i, p in enumerate(prepared) if p.shape.scaffold and constraint is None and scaffold.fits(p.request, p.shape)}
         work = {i: scaffold.split(p.request, p.shape) for i, p in scaffolded.items()}
         for i, (request, shape) in work.items():
             prepared[i] = self.prepare(request, shape)

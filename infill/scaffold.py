@@ -25,13 +25,19 @@ HEAD_WINDOW = 16  # tokens for a header's head (``for key in dict.keys()``) or t
 FREE_WINDOW = 32  # tokens at most for the free lines before the headers
 
 
+def fits(request: FillRequest, shape: Shape) -> bool:
+    """Does the hole's window (``max_tokens``) hold the scaffold's lines (HEAD_WINDOW each)?"""
+    return request.holes[0].max_tokens >= HEAD_WINDOW * len(shape.scaffold)
+
+
 def split(request: FillRequest, shape: Shape) -> tuple[FillRequest, Shape]:
-    """The request of several holes that fills ``request``'s one hole (which starts a line) with
-    free lines, then ``shape.scaffold``'s headers and body line; and its shape, which tells the
-    syntax checks which holes are those lines."""
+    """The request of several holes that fills ``request``'s one hole (which starts a line, and
+    :func:`fits` the scaffold) with free lines, then ``shape.scaffold``'s headers and body line,
+    all in the hole's window; and its shape, which tells the syntax checks which holes are those
+    lines."""
     h = request.holes[0]
     parts, holes = [request.text[: h.start]], []
-    free = min(h.max_tokens, FREE_WINDOW)
+    free = min(max(h.max_tokens - HEAD_WINDOW * len(shape.scaffold), 1), FREE_WINDOW)  # within the hole's window
 
     def hole(window: int, min_tokens: int) -> None:
         at = sum(map(len, parts))

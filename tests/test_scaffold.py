@@ -65,6 +65,15 @@ def test_split_puts_a_hole_at_each_headers_head_and_join_makes_one_fill_again():
     assert bare.fills[0].text == "    for c in s:\n        if c:\n"  # no blank line where the free lines were
 
 
+def test_a_scaffold_stays_within_the_holes_window():
+    req = request(CLAUSE)  # 64 tokens; three scaffold lines of HEAD_WINDOW (16) each
+    shape = shape_of(req)
+    split, _ = scaffold.split(req, shape)
+    assert scaffold.fits(req, shape) and sum(h.max_tokens for h in split.holes) <= 64
+    small = FillRequest(text=req.text, holes=[Hole(req.holes[0].start, req.holes[0].end, 32, min_tokens=1)], language="python")
+    assert not scaffold.fits(small, shape)
+
+
 def test_the_syntax_checks_hold_each_scaffold_hole_to_its_line():
     req = request(CLAUSE)
     split, shape = scaffold.split(req, shape_of(req))
