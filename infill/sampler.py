@@ -6,8 +6,10 @@ I/O, reads no config, picks no device, and knows nothing of tokenizers or tree-s
 
 Each step: one forward pass over all windows gives a distribution per masked slot; a token is
 proposed for each (greedy, or sampled with temperature and top-p); the slots to commit are chosen
-by a policy (confidence, margin or entropy), either a fixed number per step (spread so that the
-fill takes ``steps`` steps) or every slot above a confidence threshold (at least one per row).
+by a policy (confidence, margin or entropy, or left to right in each hole, the holes of a row
+side by side), either a fixed number per step (spread so that the fill takes ``steps`` steps) or
+every slot above a confidence threshold (at least one per row). A hole whose slots the
+constraint all refuses takes the best token it allows from deeper in the ranking (rescue).
 A committed slot is kept unless the constraint asks to remask it; context is never rewritten.
 A window is pad-terminated: committing pad at a slot commits pad to every later masked slot of
 the same hole, so a window of N slots expresses any fill of up to N tokens.
@@ -203,7 +205,7 @@ def choose(score: torch.Tensor, conf: torch.Tensor, allowed: torch.Tensor, k: to
     return pick
 
 
-RESCUE_TOKENS = 64  # how deep a stuck row's first masked slot looks for a token the constraint allows
+RESCUE_TOKENS = 64  # how deep a stuck hole's first masked slot looks for a token the constraint allows
 
 
 def rescue(constraint, state: Windows, candidates: torch.Tensor, allowed: torch.Tensor, logp_all: torch.Tensor,
