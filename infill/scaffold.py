@@ -54,7 +54,7 @@ def split(request: FillRequest, shape: Shape) -> tuple[FillRequest, Shape]:
         parts[-1] = parts[-1][:-1]
     parts.append(tail)
     widths = [width for width, _ in shape.scaffold]
-    lines = [ScaffoldHole(0, shape.levels, seam=widths[0])]
+    lines = [ScaffoldHole(0, shape.levels, seam=widths[0], opened=shape.scaffold_after_header)]
     lines += [ScaffoldHole(i + 1, _levels(shape.levels, widths[: i + 1]), width=width, head=bool(words), head_words=words, opened=i > 0)
               for i, (width, words) in enumerate(shape.scaffold)]
     return msgspec.structs.replace(request, text="".join(parts), holes=holes), Shape(scaffold_holes=tuple(lines))

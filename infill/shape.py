@@ -64,8 +64,9 @@ class ScaffoldHole(NamedTuple):
     """One hole of a scaffolded request (infill/scaffold.py), as its syntax checks must know it:
     the free lines before the scaffold (``seam``: the width of the line after them), or one line
     of it (``width``; where ``head``, a header's head alone before its ':', starting with one of
-    ``head_words``; ``opened``: after a header of the scaffold), in ``levels`` (the tree of the
-    scaffold with its holes empty cannot tell these)."""
+    ``head_words``). ``levels``: the indentation levels open at it; ``opened``: it follows a
+    header (the scaffold's, or for the free lines the one before the hole). The tree of the
+    scaffold with its holes empty cannot tell these two."""
 
     hole: int
     levels: tuple[int, ...] | None
@@ -99,6 +100,7 @@ class Shape:
     # start with (HEADS whose stand-in parses there), or () for a body line after the last
     # header where the text after the hole goes on with a clause of it; see _scaffold_shape.
     scaffold: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    scaffold_after_header: bool = False  # the hole follows a header: the scaffold's free lines hold its body
     # A scaffolded request's (infill/scaffold.py): what its holes must be (scaffold_context).
     scaffold_holes: tuple[ScaffoldHole, ...] = ()
     # The request's parsed document, for the syntax checks to reuse (not part of the shape).
@@ -217,7 +219,8 @@ def _scaffold_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Sh
             if doc.valid([stand_in.encode()]):
                 scaffold = tuple((w, _scaffold_words(doc, lines, len(body) + j, end)) for j, w in enumerate(widths))
                 scaffold += ((widths[-1] + unit, ()),) if clause else ()
-                return Shape(scaffold=scaffold, levels=_levels(doc, ctx.levels, hole, stand_in), doc=doc)
+                return Shape(scaffold=scaffold, scaffold_after_header=ctx.after_colon,
+                             levels=_levels(doc, ctx.levels, hole, stand_in), doc=doc)
     return Shape()
 
 
@@ -270,11 +273,10 @@ def first_round_shape(shape: Shape) -> Shape:
 
 def scaffold_context(ctx: HoleContext, hole: ScaffoldHole) -> HoleContext:
     """The steering context of a scaffolded request's hole, with what the scaffold tells of it."""
-    ctx = replace(ctx, levels=hole.levels or ctx.levels)
+    ctx = replace(ctx, levels=hole.levels or ctx.levels, after_colon=ctx.after_colon or hole.opened)
     if hole.seam is not None:  # free lines: the scaffold's first line follows them
         return replace(ctx, seam_here=hole.seam, seam_next=hole.seam, clause_here=False, clause_next=False)
-    return replace(ctx, first_indents=(hole.width,), head_only=hole.head, head_words=hole.head_words, colon_rest=hole.head,
-                   after_colon=ctx.after_colon or hole.opened)
+    return replace(ctx, first_indents=(hole.width,), head_only=hole.head, head_words=hole.head_words, colon_rest=hole.head)
 
 
 def _widths(prefix: str, ctx: HoleContext) -> list[int]:

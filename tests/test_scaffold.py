@@ -65,6 +65,14 @@ def test_split_puts_a_hole_at_each_headers_head_and_join_makes_one_fill_again():
     assert bare.fills[0].text == "    for c in s:\n        if c:\n"  # no blank line where the free lines were
 
 
+def test_the_free_lines_after_a_header_owe_its_body():
+    doc = "def f(x):\n    try:\n        if x:\n|        return 0\n    return 1\n"
+    req = request(doc)
+    split, shape = scaffold.split(req, shape_of(req))
+    free = RequestCheck(split, shape).lexers[0]
+    assert free.ctx.after_colon and free.closers_needed(free.start) == 2 and not free.can_end(free.start)
+
+
 def test_a_scaffold_stays_within_the_holes_window():
     req = request(CLAUSE)  # 64 tokens; three scaffold lines of HEAD_WINDOW (16) each
     shape = shape_of(req)
@@ -79,7 +87,7 @@ def test_the_syntax_checks_hold_each_scaffold_hole_to_its_line():
     split, shape = scaffold.split(req, shape_of(req))
     check = RequestCheck(split, shape)
     free, outer, inner, body = (lx.ctx for lx in check.lexers)
-    assert free.seam_here == 4 and not free.head_only
+    assert free.seam_here == 4 and not free.head_only and not free.after_colon
     assert outer.head_only and outer.colon_rest and outer.first_indents == (4,)
     assert inner.head_only and inner.first_indents == (8,) and inner.levels == (0, 4)
     assert not body.head_only and body.first_indents == (12,) and body.levels == (0, 4, 8)
