@@ -368,16 +368,17 @@ class Engine:
         prepared = [self.prepare(r) for r in requests]
         # A hole that must end with nested block headers is filled as several (infill/scaffold.py).
         scaffolded = {i: p for i, p in enumerate(prepared) if p.shape.scaffold and constraint is None and scaffold.fits(p.request, p.shape)}
+        # Its heads need every token steered: it is filled as a retry would be, in one round.
         work = {i: scaffold.split(p.request, p.shape) for i, p in scaffolded.items()}
         for i, (request, shape) in work.items():
-            prepared[i] = self.prepare(request, shape)
+            prepared[i] = self.prepare(strict_request(request, strict_shape(shape)), strict_shape(shape))
         results: list[FillResult | None] = [None] * len(requests)
         self._fill_prepared(prepared, list(range(len(prepared))), results, cancel, on_draft, constraint)
-        again = [i for i, r in enumerate(results) if constraint is None and needs_retry(prepared[i], r, cancel)]
+        again = [i for i, r in enumerate(results) if constraint is None and i not in work and needs_retry(prepared[i], r, cancel)]
         if again:
             retried: list[FillResult | None] = [None] * len(requests)
             shapes = {i: strict_shape(prepared[i].shape) for i in again}
-            strict = {i: self.prepare(strict_request(work[i][0] if i in work else requests[i], shapes[i]), shapes[i]) for i in again}
+            strict = {i: self.prepare(strict_request(requests[i], shapes[i]), shapes[i]) for i in again}
             self._fill_prepared(strict, again, retried, cancel, None, None)
             for i in again:
                 results[i] = merge_retry(results[i], retried[i])

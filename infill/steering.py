@@ -259,29 +259,13 @@ class Lexer:
 
     def closers_needed(self, st: LexState) -> int:
         """The fewest characters that still must follow the known left part before the fill may
-        end: its open brackets' closers, a string's or block comment's end, a block's body still
-        owed (Python), and for a fill that ``closes``, the closers of the brackets before the hole
-        it must close. Characters kept
+        end: its open brackets' closers, a string's or block comment's end, and for a fill that
+        ``closes``, the closers of the brackets before the hole it must close. Characters kept
         back for lookahead count as what they start if the text ended there (``'e`` opens a string)."""
         if st.tail:
             st = self.feed(st, "", final=True)[0]
         need = len(st.stack) + (st.kind in ("str", "block"))
-        need += self._body_needed(st)
         return need + (max(self.ctx.unclosed - st.popped, 0) if self.ctx.closes else 0)
-
-    def _body_needed(self, st: LexState) -> int:
-        """Python: after a header whose body the text after the hole does not hold, what the
-        body's first line still takes: its line break, indentation and statement, one each, less
-        what is there (a header ending a line needs all three; ``if x:\n`` two)."""
-        if st.levels is None or st.stack or st.cont or st.kind in ("str", "block"):
-            return 0
-        opened = st.after_colon if st.at_line_start else st.last_sig == ":"
-        want = self.ctx.seam_here if st.at_line_start else self.ctx.seam_next
-        if not opened or want is None or want > st.levels[-1]:
-            return 0  # no header open, or the text after the hole is its body (or not known)
-        if not st.at_line_start or st.kind:
-            return 3  # a comment after the header ends its line first
-        return 1 if st.indent > st.levels[-1] else 2
 
     def next_closer(self, st: LexState) -> str | None:
         """The character that must come next to close what is open after the state ``st``, if

@@ -207,14 +207,6 @@ def test_a_headers_head_alone_is_one_line_at_its_width():
     assert not head.accepts(head.start, "        ")  # indented past its width: no later token mends that
 
 
-def test_closers_needed_counts_a_body_the_text_after_the_hole_does_not_hold():
-    lx = lexer_at("python", "def f(x):\n    try:\n        if x:\n|    except E:\n        pass\n")
-    need = [lx.closers_needed(lx.feed(lx.start, t)[0]) for t in ("", "            # a note", "            ", "            y = 1\n")]
-    assert need == [2, 3, 1, 0]  # indentation and statement; a comment's line break first; the statement; nothing
-    body = lexer_at("python", "def f(x):\n    if x:\n|        return 1\n")  # the text after is the body
-    assert body.closers_needed(body.feed(body.start, "")[0]) == 0
-
-
 def test_closers_needed_counts_a_string_kept_back_for_lookahead():
     lx = lexer_at("python", "y = {\n    'a': 1,\n|")
     retry = Lexer(lx.spec, replace(lx.ctx, closes=True))
