@@ -363,7 +363,7 @@ class Engine:
         and, where a block header would fit, filled with a header's head (infill/shape.py,
         :func:`strict_shape`); its result is the retry's where that is valid. A hole that must end
         with nested block headers (``Shape.scaffold``) is filled as a request of several holes, one
-        per header's head (infill/scaffold.py), in both rounds.
+        per header's head (infill/scaffold.py), in one round as strict as a retry.
         """
         prepared = [self.prepare(r) for r in requests]
         # A hole that must end with nested block headers is filled as several (infill/scaffold.py).
