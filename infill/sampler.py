@@ -258,26 +258,27 @@ def first_masked(hole: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def hole_rank(hole: torch.Tensor) -> torch.Tensor:
-    """[R, W] long: each slot's index in its hole (0 for its first slot; holes side by side go on
-    together in a left-to-right order, a step's slots spread over them)."""
+def per_hole_cumsum(hole: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
+    """[R, W] long: at each slot of a hole, how many of that hole's slots up to it ``where`` marks
+    (0 outside holes)."""
     out = torch.zeros_like(hole)
     for h in hole.unique().tolist():
         if h >= 0:
             in_h = hole == h
-            out += torch.where(in_h, in_h.long().cumsum(1) - 1, 0)
+            out += torch.where(in_h, (where & in_h).long().cumsum(1), 0)
     return out
+
+
+def hole_rank(hole: torch.Tensor) -> torch.Tensor:
+    """[R, W] long: each slot's index in its hole (0 for its first slot; holes side by side go on
+    together in a left-to-right order, a step's slots spread over them)."""
+    return (per_hole_cumsum(hole, hole >= 0) - 1).clamp_min(0)
 
 
 def past_refusal(hole: torch.Tensor, refused: torch.Tensor) -> torch.Tensor:
     """[R, W] bool: the slots at or after a refused slot of the same hole (a hole's order does not
     hold back the holes after it)."""
-    out = torch.zeros_like(refused)
-    for h in hole.unique().tolist():
-        if h >= 0:
-            in_h = hole == h
-            out |= in_h & ((refused & in_h).cumsum(1) > 0)
-    return out
+    return per_hole_cumsum(hole, refused) > 0
 
 
 def pad_tail(hole: torch.Tensor, committed_pad: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:

@@ -55,12 +55,12 @@ def split(request: FillRequest, shape: Shape) -> tuple[FillRequest, Shape]:
     parts.append(tail)
     widths = [width for width, _ in shape.scaffold]
     lines = [ScaffoldHole(0, shape.levels, seam=widths[0], opened=shape.scaffold_after_header)]
-    lines += [ScaffoldHole(i + 1, _levels(shape.levels, widths[: i + 1]), width=width, head=bool(words), head_words=words, opened=i > 0)
+    lines += [ScaffoldHole(i + 1, _line_levels(shape.levels, widths[: i + 1]), width=width, head=bool(words), head_words=words, opened=i > 0)
               for i, (width, words) in enumerate(shape.scaffold)]
     return msgspec.structs.replace(request, text="".join(parts), holes=holes), Shape(scaffold_holes=tuple(lines))
 
 
-def _levels(levels: tuple[int, ...] | None, widths: list[int]) -> tuple[int, ...] | None:
+def _line_levels(levels: tuple[int, ...] | None, widths: list[int]) -> tuple[int, ...] | None:
     """The indentation levels open at the scaffold's line of width ``widths[-1]``: those at the
     hole up to the first line's width, then the lines' before it (each opens the next's block)."""
     if levels is None:

@@ -205,6 +205,7 @@ def _scaffold_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Sh
     clause = ctx.clause_here
     # After a header the free lines before the scaffold hold its body (steering asks for one).
     bodies = [[]] + ([[" " * (ordered[-1] + unit) + STATEMENT]] if ctx.after_colon and ordered else [])
+    tried: set[str] = set()  # one header before a clause is the clause's own: its first is not tried
     for body, n in itertools.product(bodies, range(1, SCAFFOLD_DEPTH + 1)):
         top = target - (n - 1 if clause else n) * unit
         if top < 0:
@@ -216,6 +217,9 @@ def _scaffold_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Sh
             lines = body + [" " * w + head for w, head in zip(widths, heads)]
             lines += [" " * (widths[-1] + unit) + STATEMENT] if clause else []
             stand_in = "\n".join(lines) + end
+            if stand_in in tried:
+                continue
+            tried.add(stand_in)
             if doc.valid([stand_in.encode()]):
                 scaffold = tuple((w, _scaffold_words(doc, lines, len(body) + j, end)) for j, w in enumerate(widths))
                 scaffold += ((widths[-1] + unit, ()),) if clause else ()

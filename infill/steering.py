@@ -267,6 +267,12 @@ class Lexer:
         need = len(st.stack) + (st.kind in ("str", "block"))
         return need + (max(self.ctx.unclosed - st.popped, 0) if self.ctx.closes else 0)
 
+    def _closers(self, st: LexState) -> list[str]:
+        """The closers of the brackets open after the state ``st``, innermost first: the fill's
+        own, then those before the hole that the text after it leaves open (``unclosed``)."""
+        base = self.ctx.base[len(self.ctx.base) - self.ctx.unclosed : len(self.ctx.base) - st.popped]
+        return [self.pairs[b] for b in (*reversed(st.stack), *reversed(base))]
+
     def next_closer(self, st: LexState) -> str | None:
         """The character that must come next to close what is open after the state ``st``, if
         the fill is to end soon: a string's end (its first character), else its innermost bracket's
@@ -275,11 +281,8 @@ class Lexer:
         st = self.feed(st, "", final=True)[0] if st.tail else st
         if st.kind in ("str", "block"):
             return st.delim[0]
-        if st.stack:
-            return self.pairs[st.stack[-1]]
-        if self.ctx.closes and st.popped < self.ctx.unclosed:
-            return self.pairs[self.ctx.base[len(self.ctx.base) - 1 - st.popped]]
-        return None
+        closers = self._closers(st)[: len(st.stack) + (1 if self.ctx.closes else 0)]
+        return closers[0] if closers else None
 
     def close(self, text: str) -> str | None:
         """``text`` (a fill) with the closers of what it leaves open appended: its own brackets,
@@ -291,8 +294,7 @@ class Lexer:
         st = self.feed(self.start, text, final=True)[0]
         if st.kind or self.ctx.surplus:
             return None
-        base = self.ctx.base[len(self.ctx.base) - self.ctx.unclosed : len(self.ctx.base) - st.popped]
-        closers = "".join(self.pairs[b] for b in (*reversed(st.stack), *reversed(base)))
+        closers = "".join(self._closers(st))
         if not closers:
             return None
         if not text.endswith("\n"):
