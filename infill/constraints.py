@@ -138,13 +138,10 @@ class SyntaxConstraint:
     def _text(self, tokens: list[int]) -> str:
         return b"".join(self.token_bytes(t) for t in tokens).decode("utf-8", "replace")
 
-    def _char_tokens(self, char: str | None) -> list[int]:
-        """The token that is ``char`` alone, if the tokenizer has one (and can say)."""
+    def _lead_tokens(self, texts: list[str]) -> list[int]:
+        """The first token of each of ``texts`` (if the tokenizer can say)."""
         encode = getattr(self.tokenizer, "encode", None)
-        if char is None or encode is None:
-            return []
-        ids = encode(char)
-        return ids if len(ids) == 1 else []
+        return [ids[0] for ids in map(encode, texts) if ids] if encode is not None else []
 
     def _token_text(self, t: int) -> str:
         s = self._texts.get(t)
@@ -271,8 +268,8 @@ class SyntaxConstraint:
                 st = self._state(r, h, lexer, run)
                 room = b - slot - 1 if bool(state.masked[r, slot:b].all()) else None
                 found = self._first_allowed(lexer, st, tokens, room)
-                if found is None and room is not None:  # the window is ending: the closer itself, if the model ranks it low
-                    found = self._first_allowed(lexer, st, self._char_tokens(lexer.next_closer(st)), room)
+                if found is None:  # what must come next (a closer, a header's first word), if the model ranks it low
+                    found = self._first_allowed(lexer, st, self._lead_tokens(lexer.due(st, ending=room is not None)), room)
                 return found
             return None
         except Exception:

@@ -19,7 +19,7 @@ import msgspec
 
 from .holes import apply_fills
 from .protocol import Fill, FillRequest, FillResult, Hole
-from .shape import ScaffoldHole, Shape
+from .shape import ScaffoldHole, Shape, indent_unit
 
 HEAD_WINDOW = 16  # tokens for a header's head (``for key in dict.keys()``) or the body line
 FREE_WINDOW = 32  # tokens at most for the free lines before the headers
@@ -54,8 +54,11 @@ def split(request: FillRequest, shape: Shape) -> tuple[FillRequest, Shape]:
         parts[-1] = parts[-1][:-1]
     parts.append(tail)
     widths = [width for width, _ in shape.scaffold]
+    levels = shape.levels
+    if shape.scaffold_after_header and levels:  # the free lines hold a body a level deeper: the first line follows it
+        levels = (*levels, max(levels) + indent_unit(levels))
     lines = [ScaffoldHole(0, shape.levels, seam=widths[0], opened=shape.scaffold_after_header)]
-    lines += [ScaffoldHole(i + 1, _line_levels(shape.levels, widths[: i + 1]), width=width, head=bool(words), head_words=words, opened=i > 0)
+    lines += [ScaffoldHole(i + 1, _line_levels(levels, widths[: i + 1]), width=width, head=bool(words), head_words=words, opened=i > 0)
               for i, (width, words) in enumerate(shape.scaffold)]
     return msgspec.structs.replace(request, text="".join(parts), holes=holes), Shape(scaffold_holes=tuple(lines))
 

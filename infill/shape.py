@@ -12,7 +12,9 @@ its head alone, one line, from the first round on (:func:`first_round_shape`). W
 header fits either, because the text after the hole is indented two or more levels deeper than
 the hole (a loop and the ``if`` in it cut out), the headers it needs are found the same way
 (``Shape.scaffold``, :func:`_scaffold_shape`) and the engine fills them as holes of their own
-(infill/scaffold.py).
+(infill/scaffold.py). At the end of the file, where nothing follows the hole, a fill owes only
+what a statement before it still needs: a ``try``'s ``except:`` clause, found and filled the same
+way (:func:`_tail_shape`).
 
 Found by parsing stand-in fills (infill/syntax.py, ``Document``): when no simple statement
 (``pass``) at any indentation the text before the hole allows makes the document valid, but a
@@ -58,6 +60,8 @@ SCAFFOLD_DEPTH = 4  # the most nested block headers a scaffold opens
 # the last one a ``try`` where that text goes on with ``except:``.
 SCAFFOLD_FIRST = ("if x:", "for x in y:", "except:", "else:")
 SCAFFOLD_LAST = ("if x:", "try:")
+# Clauses a statement before a hole at the end of the file may still need (_tail_shape).
+TAIL_CLAUSES = ("except:", "finally:")
 
 
 class ScaffoldHole(NamedTuple):
@@ -116,8 +120,8 @@ def shape_of(request: FillRequest) -> Shape:
     if g is None or not g.spec.indent:
         return Shape()
     h, text = request.holes[0], request.text
-    if text[text.rfind("\n", 0, h.start) + 1 : h.start] or not text[h.end :].strip():
-        return Shape()  # the hole does not start a line (the engine moves it past bare indentation), or nothing follows it
+    if text[text.rfind("\n", 0, h.start) + 1 : h.start]:
+        return Shape()  # the hole does not start a line (the engine moves it past bare indentation)
     old = text[h.start : h.end]
     if text[h.end :].startswith(("\n", "\r\n")):
         end = ""
@@ -129,6 +133,8 @@ def shape_of(request: FillRequest) -> Shape:
     ctx = hole_context(doc, 0)
     if ctx.in_text or ctx.base:
         return Shape()
+    if not text[h.end :].strip():  # nothing follows the hole: only a clause still owed gives it a shape
+        return _tail_shape(doc, ctx, h, end)
     if ctx.surplus:  # the text after the hole closes brackets nothing opens: the document is broken
         # without a fill that opens them, and any stand-in that does not is excused by that
         return _opening_shape(doc, ctx, h, end)
@@ -201,7 +207,7 @@ def _scaffold_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Sh
     if not target:  # unknown, or nothing to open a block for
         return Shape()
     ordered = sorted(ctx.levels or ())
-    unit = min((b - a for a, b in zip(ordered, ordered[1:])), default=4)
+    unit = indent_unit(ordered)
     clause = ctx.clause_here
     # After a header the free lines before the scaffold hold its body (steering asks for one).
     bodies = [[]] + ([[" " * (ordered[-1] + unit) + STATEMENT]] if ctx.after_colon and ordered else [])
@@ -226,6 +232,29 @@ def _scaffold_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Sh
                 return Shape(scaffold=scaffold, scaffold_after_header=ctx.after_colon,
                              levels=_levels(doc, ctx.levels, hole, stand_in), doc=doc)
     return Shape()
+
+
+def _tail_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Shape:
+    """At the end of the file, where no statement at any width parses but one ending with a
+    clause that a statement before the hole still needs does (a ``try`` with no ``except``): that
+    clause's header and a body line as a scaffold, the free lines before it (after a header,
+    its body). The first such width, innermost first, of TAIL_CLAUSES; ``Shape()`` where a
+    statement parses (a fill at the end of a file that owes nothing keeps no shape) or none does."""
+    prefix = doc.text[: hole.start]
+    widths = _widths(prefix, ctx)
+    if not widths or any(doc.valid([(" " * k + STATEMENT + end).encode()]) for k in widths):
+        return Shape(doc=doc)
+    ordered = sorted(widths)
+    unit = indent_unit(ordered)
+    body = [" " * ordered[-1] + STATEMENT] if ctx.after_colon else []  # _widths put one level deeper last
+    for k, clause in itertools.product(reversed(ordered[:-1] if ctx.after_colon else ordered), TAIL_CLAUSES):
+        lines = [*body, " " * k + clause, " " * (k + unit) + STATEMENT]
+        stand_in = "\n".join(lines) + end
+        if doc.valid([stand_in.encode()]):
+            scaffold = ((k, _scaffold_words(doc, lines, len(body), end)), (k + unit, ()))
+            return Shape(scaffold=scaffold, scaffold_after_header=ctx.after_colon,
+                         levels=_levels(doc, ctx.levels, hole, stand_in), doc=doc)
+    return Shape(doc=doc)
 
 
 def _scaffold_words(doc: Document, lines: list[str], j: int, end: str) -> tuple[str, ...]:
@@ -277,10 +306,20 @@ def first_round_shape(shape: Shape) -> Shape:
 
 def scaffold_context(ctx: HoleContext, hole: ScaffoldHole) -> HoleContext:
     """The steering context of a scaffolded request's hole, with what the scaffold tells of it."""
-    ctx = replace(ctx, levels=hole.levels or ctx.levels, after_colon=ctx.after_colon or hole.opened)
+    ctx = replace(ctx, levels=hole.levels or ctx.levels)
     if hole.seam is not None:  # free lines: the scaffold's first line follows them
-        return replace(ctx, seam_here=hole.seam, seam_next=hole.seam, clause_here=False, clause_next=False)
-    return replace(ctx, first_indents=(hole.width,), head_only=hole.head, head_words=hole.head_words, colon_rest=hole.head)
+        return replace(ctx, seam_here=hole.seam, seam_next=hole.seam, clause_here=False, clause_next=False,
+                       after_colon=ctx.after_colon or hole.opened)
+    # A scaffold line follows a header of the scaffold's or the free lines, which hold the body
+    # of a header before them: the tree, which reads them empty, cannot tell which.
+    return replace(ctx, first_indents=(hole.width,), head_only=hole.head, head_words=hole.head_words, colon_rest=hole.head,
+                   after_colon=hole.opened)
+
+
+def indent_unit(widths) -> int:
+    """The indentation step of a file whose levels are ``widths``: their smallest difference (4 if none)."""
+    ordered = sorted(widths)
+    return min((b - a for a, b in zip(ordered, ordered[1:])), default=4)
 
 
 def _widths(prefix: str, ctx: HoleContext) -> list[int]:
@@ -288,9 +327,7 @@ def _widths(prefix: str, ctx: HoleContext) -> list[int]:
     hole (or, where the tree cannot tell, those of the lines before it), and one deeper after a ':'."""
     widths = set(ctx.levels) if ctx.levels is not None else _widths_of(prefix.split("\n")[-LOOKBACK_LINES:]) | {0}
     if ctx.after_colon:
-        ordered = sorted(widths)
-        unit = min((b - a for a, b in zip(ordered, ordered[1:])), default=4)
-        widths.add(ordered[-1] + unit)
+        widths.add(max(widths) + indent_unit(widths))
     return sorted(widths, reverse=True)
 
 

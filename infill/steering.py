@@ -284,6 +284,14 @@ class Lexer:
         closers = self._closers(st)[: len(st.stack) + (1 if self.ctx.closes else 0)]
         return closers[0] if closers else None
 
+    def due(self, st: LexState, ending: bool) -> list[str]:
+        """What may come next after the state ``st`` when the model offers nothing the lexer
+        takes: where the window is ``ending``, the closer of what is open (:meth:`next_closer`);
+        at the start of a header's head alone, the words it may start with (``head_words``)."""
+        closer = self.next_closer(st) if ending else None
+        words = self.ctx.head_words if self.ctx.head_only and not st.started else ()
+        return ([closer] if closer else []) + list(words)
+
     def close(self, text: str) -> str | None:
         """``text`` (a fill) with the closers of what it leaves open appended: its own brackets,
         innermost first, then the brackets before the hole that the text after the hole leaves

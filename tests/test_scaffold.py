@@ -3,10 +3,12 @@
 import re
 
 import pytest
+import torch
 
 from infill import scaffold
-from infill.constraints import RequestCheck
+from infill.constraints import RequestCheck, for_chunk
 from infill.protocol import Fill, FillRequest, FillResult, Hole, SamplingOptions, Timings
+from infill.sampler import Windows
 from infill.shape import Shape, shape_of
 
 # A loop and the ``if`` in it cut out above their body, whose ``else`` follows.
@@ -42,10 +44,75 @@ def test_a_loop_is_tried_where_the_text_after_breaks_out_of_it_and_only_a_loop_m
     assert "if" in inner_words and "else" not in inner_words  # no 'if' before it to go on with
 
 
+# A header before the hole: its body, then 'except:'.
+AFTER = "def f(x):\n    try:\n        if x:\n|        return 0\n    return 1\n"
+
+
 def test_after_a_header_a_scaffold_may_end_the_try_it_is_in():
-    doc = "def f(x):\n    try:\n        if x:\n|        return 0\n    return 1\n"  # a body, then 'except:'
-    ((width, words),) = shape_of(request(doc)).scaffold
+    ((width, words),) = shape_of(request(AFTER)).scaffold
     assert width == 4 and "except" in words and "if" not in words
+
+
+# The end of the file inside a ``try`` whose last line is a header: its body, then an ``except:``.
+TAIL = "def f(s):\n    try:\n        n = int(s)\n        if n < 0:\n|"
+
+
+@pytest.mark.parametrize(
+    "doc, lines, after_header",
+    [
+        (TAIL, ((4, True), (8, False)), True),
+        ("try:\n    import x\n|", ((0, True), (4, False)), False),
+        ("def f(s):\n    n = 0\n|", (), False),  # nothing is owed: no shape, as before
+        ("def f(s):\n    if s:\n|", (), False),  # a body is owed, and a statement is one
+    ],
+)
+def test_at_the_end_of_the_file_a_scaffold_writes_the_clause_a_try_still_needs(doc, lines, after_header):
+    shape = shape_of(request(doc))
+    assert tuple((width, bool(words)) for width, words in shape.scaffold) == lines
+    assert shape.scaffold_after_header is after_header
+    if lines:
+        assert shape.scaffold[0][1] == ("except", "finally")
+
+
+def test_a_header_after_the_free_lines_is_not_read_as_a_body_of_the_header_before_them():
+    req = request(TAIL)  # the free lines hold the 'if' body; the 'except' head comes after them
+    split, shape = scaffold.split(req, shape_of(req))
+    free, head, body = RequestCheck(split, shape).lexers
+    assert free.ctx.after_colon and not head.ctx.after_colon and body.ctx.after_colon
+    req = request(AFTER)  # the same, with text after the hole
+    split, shape = scaffold.split(req, shape_of(req))
+    free, head = RequestCheck(split, shape).lexers
+    assert head.accepts(head.start, "except") and not head.accepts(head.start, "return")
+    assert head.due(head.start, ending=False) == ["except", "finally"]
+    assert head.due(head.feed(head.start, "except")[0], ending=False) == []  # only before the head's first word
+    # A loop at the level of the body the free lines hold (after 'if not d:', then an 'else:' there, say).
+    req = request("def f(d):\n    if not d:\n|                break\n            n = 1\n        n = 2\n    return n\n")
+    split, shape = scaffold.split(req, shape_of(req))
+    free, loop, _ = RequestCheck(split, shape).lexers
+    assert loop.ctx.first_indents == (8,) and loop.accepts(loop.start, "for")
+
+
+class WordTokenizer:
+    VOCAB = ["<pad>", "<mask>", "<eos>", "return", "except", "finally", " x"]
+
+    def token_bytes(self, t: int) -> bytes:
+        return b"" if t < 3 else self.VOCAB[t].encode()
+
+    def encode(self, text: str) -> list[int]:
+        return [self.VOCAB.index(text)]
+
+
+def test_a_stuck_heads_first_slot_may_take_a_header_word_the_model_ranks_low():
+    req = request(AFTER)
+    split, shape = scaffold.split(req, shape_of(req))
+    widths = [h.max_tokens for h in split.holes]
+    hole = torch.cat([torch.full((w,), i) for i, w in enumerate(widths)])[None]
+    c = for_chunk([split], [0], hole, WordTokenizer(), 0, 1, [shape])
+    ids = torch.full(hole.shape, 1)
+    state = Windows(ids=ids, pos=torch.arange(ids.shape[1])[None], hole=hole, masked=torch.ones_like(ids, dtype=torch.bool),
+                    logprob=torch.zeros(ids.shape))
+    head = widths[0]  # the head's first slot
+    assert c.first_admissible(state, 0, head, [3, 6]) == 4  # 'return', ' x': neither; 'except' is offered
 
 
 def test_split_puts_a_hole_at_each_headers_head_and_join_makes_one_fill_again():
@@ -66,8 +133,7 @@ def test_split_puts_a_hole_at_each_headers_head_and_join_makes_one_fill_again():
 
 
 def test_the_free_lines_after_a_header_hold_its_body():
-    doc = "def f(x):\n    try:\n        if x:\n|        return 0\n    return 1\n"
-    req = request(doc)
+    req = request(AFTER)
     split, shape = scaffold.split(req, shape_of(req))
     free = RequestCheck(split, shape).lexers[0]
     assert free.ctx.after_colon and not free.can_end(free.start)  # the scaffolded tree cannot tell it follows a header
