@@ -10,6 +10,8 @@ It does not parse files, find holes in text, or know about editors; see cli.py a
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import math
 import time
@@ -97,6 +99,22 @@ def resolve_dtype(precision: str, device: torch.device) -> torch.dtype:
     if precision != "auto":
         raise InfillError(f"unknown precision {precision!r} (use auto, fp32 or bf16)")
     return torch.bfloat16 if fast_bf16(device) else torch.float32
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Python's cyclic garbage collector paused for a fill, and restored after as it was.
+
+    A constrained fill allocates many short-lived small objects (lexer states, token texts) that
+    reference counting frees; the collections they would trigger find nothing to free and cost a
+    constrained single-line fill about 2% of its time (HumanEval single-line, 2-core CPU)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def validate(request: FillRequest) -> None:
@@ -349,6 +367,7 @@ class Engine:
     ) -> FillResult:
         return self.fill_batch([request], cancel=cancel, on_draft=on_draft, constraint=constraint)[0]
 
+    @gc_paused()
     def fill_batch(
         self,
         requests: list[FillRequest],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 
 import msgspec
@@ -279,3 +280,17 @@ def test_no_retry_when_asked_for_none_under_a_deadline_or_unconstrained(tiny_eng
     rounds = _scripted_rounds(monkeypatch, ["    t = 1", "    for x in xs"])
     r = tiny_engine.fill(FillRequest(text=BODY_AFTER, holes=[Hole(21, 22, 12, min_tokens=1)], language="python", options=options))
     assert len(rounds) == 1 and r.timings.rounds == 1
+
+
+def test_the_garbage_collector_is_paused_during_a_fill_and_restored_after(tiny_engine):
+    seen = []
+    request = FillRequest(text="def f(x):\n    return \n", holes=[Hole(20, 20, 8)], language="python")
+    assert gc.isenabled()
+    tiny_engine.fill(request, on_draft=lambda d: seen.append(gc.isenabled()))
+    assert seen and not any(seen) and gc.isenabled()
+    gc.disable()  # a caller's choice stands
+    try:
+        tiny_engine.fill(request)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
