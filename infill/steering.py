@@ -40,15 +40,17 @@ _RUST_CHAR = re.compile(r"'(?:\\[^\n']{1,10}|[^\\'\n])'")
 
 
 _HEADER_WORDS = ("if", "elif", "else", "for", "while", "try", "except", "finally", "with", "def", "class", "async", "match", "case")
+_BARE_HEADERS = ("else", "try", "finally")  # headers that are their word alone before the ':'
 _FIRST_WORD = re.compile(r"\w*")
 
 
 def _not_a_header(line: str, words: tuple[str, ...] = _HEADER_WORDS) -> bool:
     """Python: can a logical line that starts so not be a block header (its first word is none
-    of ``words``, compound statements' first words, nor the start of one)?"""
+    of ``words``, compound statements' first words, nor the start of one; or it is one that takes
+    nothing before its ':', with anything after it: ``else x``, ``try `` )?"""
     word = _FIRST_WORD.match(line).group(0)
     if len(word) < len(line):
-        return word not in words
+        return word not in words or word in _BARE_HEADERS
     return not any(w.startswith(word) for w in words)
 
 

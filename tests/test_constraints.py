@@ -11,6 +11,7 @@ from infill.languages import grammar
 from infill.model import BoundContext, ModelConfig
 from infill.protocol import FillRequest, Hole, SamplingOptions
 from infill.sampler import Schedule, Windows, denoise
+from infill.shape import shape_of, strict_shape
 from infill.steering import Lexer
 from infill.syntax import Document, hole_context, truncate_completion
 
@@ -510,3 +511,28 @@ def test_region_judging_works_for_braced_languages():
     d = Document(grammar("javascript"), text, [(at, at + 1)])
     assert d.local == b"function f() {\n  return 1;\n}\n"
     assert d.valid([b"a + b"]) and not d.valid([b"a + (b"]) and not d.valid([b"1 }"])
+
+
+class WordTokenizer:
+    VOCAB = ["<pad>", "<mask>", "<eos>", "    ", "else", " x", "if", " "]
+
+    def token_bytes(self, t: int) -> bytes:
+        return b"" if t < 3 else self.VOCAB[t].encode()
+
+    def encode(self, text: str) -> list[int]:
+        return [self.VOCAB.index(text)]
+
+
+def test_a_headers_head_that_nothing_the_model_ranks_may_go_on_ends_there():
+    req = request("def f(x):\n    if x:\n        return 1\n|\n        return 2\n", window=4)
+    shape = strict_shape(shape_of(req))  # a retry's: 'else' (or another header's head) at width 4, alone
+    assert shape.head_only and "else" in shape.head_words
+    c = for_chunk([req], [0], torch.zeros(1, 4, dtype=torch.long), WordTokenizer(), 0, 1, [shape])
+    indent, word, x, space = (WordTokenizer.VOCAB.index(t) for t in ("    ", "else", " x", " "))
+    state = windows([[indent, word, MASK, MASK]], [[False, False, True, True]])
+    proposal = torch.tensor([[indent, word, x, x]])
+    tokens, allowed = c.steer(state, proposal, state.masked.clone(), lambda r, k: [space, x])
+    assert tokens[0, 2] == PAD and allowed[0, 2]  # 'else' takes nothing before its ':', not even a space
+    state = windows([[indent, WordTokenizer.VOCAB.index("if"), MASK, MASK]], [[False, False, True, True]])
+    tokens, allowed = c.steer(state, proposal, state.masked.clone(), lambda r, k: [space])
+    assert tokens[0, 2] == x and allowed[0, 2]  # 'if x' goes on
