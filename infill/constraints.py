@@ -67,7 +67,7 @@ class RequestCheck:
             if i == len(request.holes) - 1:
                 ctx = before_opener(ctx, shape)
             if i in lines:
-                ctx = scaffold_context(ctx, lines[i])
+                ctx = scaffold_context(ctx, lines[i], self.doc.region_text(i)[0].rsplit("\n", 1)[-1])
             self.lexers.append(None if ctx.in_text else Lexer(g.spec, ctx))
         self._valid: dict[tuple[bytes, ...], bool] = {}
 

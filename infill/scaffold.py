@@ -6,7 +6,8 @@ each with its ':'. A small model rarely does, and no repair of a draft turns sta
 headers. Where infill/shape.py found such a scaffold (``Shape.scaffold``: the headers' widths, and
 a body line where the text after goes on with a clause such as ``else:``), the engine fills a
 request of several holes instead: free lines first (they may stay empty), then each header's
-head between its indentation and its ':', then the body line. The holes are denoised together,
+head between its indentation and its ':', then the body line. Where the hole is inside brackets
+(``Shape.scaffold_closes``), the free lines must close them before the headers. The holes are denoised together,
 each seeing the others, as any multi-site edit is; :func:`join` makes the one fill of the
 original hole from their fills again.
 
@@ -57,9 +58,10 @@ def split(request: FillRequest, shape: Shape) -> tuple[FillRequest, Shape]:
     levels = shape.levels
     if shape.scaffold_after_header and levels:  # the free lines hold a body a level deeper: the first line follows it
         levels = (*levels, max(levels) + indent_unit(levels))
-    lines = [ScaffoldHole(0, shape.levels, seam=widths[0], opened=shape.scaffold_after_header)]
-    lines += [ScaffoldHole(i + 1, _line_levels(levels, widths[: i + 1]), width=width, head=bool(words), head_words=words, opened=i > 0)
-              for i, (width, words) in enumerate(shape.scaffold)]
+    closes = shape.scaffold_closes
+    lines = [ScaffoldHole(0, shape.levels, seam=widths[0], opened=shape.scaffold_after_header, closes=closes)]
+    lines += [ScaffoldHole(i + 1, _line_levels(levels, widths[: i + 1]), width=width, head=bool(words), head_words=words, opened=i > 0,
+                           closes=closes) for i, (width, words) in enumerate(shape.scaffold)]
     return msgspec.structs.replace(request, text="".join(parts), holes=holes), Shape(scaffold_holes=tuple(lines))
 
 

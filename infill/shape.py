@@ -14,7 +14,9 @@ the hole (a loop and the ``if`` in it cut out), the headers it needs are found t
 (``Shape.scaffold``, :func:`_scaffold_shape`) and the engine fills them as holes of their own
 (infill/scaffold.py). At the end of the file, where nothing follows the hole, a fill owes only
 what a statement before it still needs: a ``try``'s ``except:`` clause, found and filled the same
-way (:func:`_tail_shape`).
+way (:func:`_tail_shape`). Inside brackets that the text after the hole leaves open while that
+text is indented as a block's body (a dict's last entries, its '}' and the loop over it cut out),
+the scaffold's free lines must close them first (:func:`_closing_shape`).
 
 Found by parsing stand-in fills (infill/syntax.py, ``Document``): when no simple statement
 (``pass``) at any indentation the text before the hole allows makes the document valid, but a
@@ -60,6 +62,7 @@ SCAFFOLD_DEPTH = 4  # the most nested block headers a scaffold opens
 # the last one a ``try`` where that text goes on with ``except:``.
 SCAFFOLD_FIRST = ("if x:", "for x in y:", "except:", "else:")
 SCAFFOLD_LAST = ("if x:", "try:")
+CLOSERS = {"(": ")", "[": "]", "{": "}"}
 # Clauses a statement before a hole at the end of the file may still need (_tail_shape).
 TAIL_CLAUSES = ("except:", "finally:")
 
@@ -79,6 +82,7 @@ class ScaffoldHole(NamedTuple):
     head: bool = False
     head_words: tuple[str, ...] = ()
     opened: bool = False
+    closes: bool = False  # free lines: they close the brackets open before them; a line: those are closed
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,7 @@ class Shape:
     # header where the text after the hole goes on with a clause of it; see _scaffold_shape.
     scaffold: tuple[tuple[int, tuple[str, ...]], ...] = ()
     scaffold_after_header: bool = False  # the hole follows a header: the scaffold's free lines hold its body
+    scaffold_closes: bool = False  # the hole is inside brackets: the scaffold's free lines close them
     # A scaffolded request's (infill/scaffold.py): what its holes must be (scaffold_context).
     scaffold_holes: tuple[ScaffoldHole, ...] = ()
     # The request's parsed document, for the syntax checks to reuse (not part of the shape).
@@ -131,8 +136,10 @@ def shape_of(request: FillRequest) -> Shape:
         return Shape()
     doc = Document(g, text, [(h.start, h.end)])
     ctx = hole_context(doc, 0)
-    if ctx.in_text or ctx.base:
+    if ctx.in_text:
         return Shape()
+    if ctx.base:  # inside brackets: only where the fill must close them and then open a block
+        return _closing_shape(doc, ctx, h, end) if text[h.end :].strip() else Shape()
     if not text[h.end :].strip():  # nothing follows the hole: only a clause still owed gives it a shape
         return _tail_shape(doc, ctx, h, end)
     if ctx.surplus:  # the text after the hole closes brackets nothing opens: the document is broken
@@ -195,14 +202,30 @@ def _opening_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Sha
                  levels=_levels(doc, None, hole, next(iter(fits.values()))))
 
 
-def _scaffold_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Shape:
+def _closing_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Shape:
+    """Inside brackets that the text after the hole leaves open, where that text is indented as a
+    block's body (a dict's last entries, its '}', and the loop over it cut out): a scaffold whose
+    free lines close the brackets (a stand-in closes them on a line of its own, at the width of
+    the line that opened them) before its headers; ``Shape()`` where none parses."""
+    if ctx.unclosed != len(ctx.base) or any(b not in CLOSERS for b in ctx.base):
+        return Shape()
+    lines = doc.text[: hole.start].split("\n")[-LOOKBACK_LINES:]
+    widths = [indent_width(ln) for ln in lines if ln.strip()]
+    width = next((w for w in reversed(widths) if widths and w < widths[-1]), 0)  # the line that opened them
+    closing = " " * width + "".join(CLOSERS[b] for b in reversed(ctx.base))
+    shape = _scaffold_shape(doc, replace(ctx, after_colon=False), hole, end, before=[closing])
+    return replace(shape, scaffold_closes=True) if shape.scaffold else shape
+
+
+def _scaffold_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str, before: list[str] | None = None) -> Shape:
     """Where the text after the hole is indented deeper than one header at any width allows (a
     loop and the ``if`` in it cut out above their body), the headers that must open its block:
     one at each indentation step from a width the fill's lines may start at down to the level
     above that text's first line (or at it, followed by a body line, where that line is a clause:
     an ``else:`` needs its ``if`` and the ``if`` a body). The first that parses with stand-ins
     (SCAFFOLD_FIRST, SCAFFOLD_LAST, ``pass``), fewest headers first, at most SCAFFOLD_DEPTH, then
-    the same after a body line where the hole follows a header; Shape() if none does."""
+    the same after a body line where the hole follows a header (or after the lines ``before``,
+    which the fill must start with); Shape() if none does."""
     target = ctx.seam_here
     if not target:  # unknown, or nothing to open a block for
         return Shape()
@@ -211,6 +234,7 @@ def _scaffold_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Sh
     clause = ctx.clause_here
     # After a header the free lines before the scaffold hold its body (steering asks for one).
     bodies = [[]] + ([[" " * (ordered[-1] + unit) + STATEMENT]] if ctx.after_colon and ordered else [])
+    bodies = [before] if before else bodies
     tried: set[str] = set()  # one header before a clause is the clause's own: its first is not tried
     for body, n in itertools.product(bodies, range(1, SCAFFOLD_DEPTH + 1)):
         top = target - (n - 1 if clause else n) * unit
@@ -304,12 +328,17 @@ def first_round_shape(shape: Shape) -> Shape:
     return strict_shape(shape) if shape.opener.startswith(":") and shape.header_indents else shape
 
 
-def scaffold_context(ctx: HoleContext, hole: ScaffoldHole) -> HoleContext:
-    """The steering context of a scaffolded request's hole, with what the scaffold tells of it."""
+def scaffold_context(ctx: HoleContext, hole: ScaffoldHole, line_before: str = "") -> HoleContext:
+    """The steering context of a scaffolded request's hole, with what the scaffold tells of it.
+    ``line_before``: the text of the hole's line before it (a line's indentation, or nothing)."""
     ctx = replace(ctx, levels=hole.levels or ctx.levels)
     if hole.seam is not None:  # free lines: the scaffold's first line follows them
         return replace(ctx, seam_here=hole.seam, seam_next=hole.seam, clause_here=False, clause_next=False,
-                       after_colon=ctx.after_colon or hole.opened)
+                       after_colon=ctx.after_colon or hole.opened, closes=ctx.closes or hole.closes,
+                       unclosed=len(ctx.base) if hole.closes else ctx.unclosed)
+    if hole.closes and ctx.base:  # the free lines closed the brackets the tree reads open before this line
+        ctx = replace(ctx, base=(), needed=0, unclosed=0, surplus=False, at_line_start=True, indent=indent_width(line_before), line_before="",
+                      last_sig=CLOSERS.get(ctx.base[0], ctx.last_sig))
     # A scaffold line follows a header of the scaffold's or the free lines, which hold the body
     # of a header before them: the tree, which reads them empty, cannot tell which.
     return replace(ctx, first_indents=(hole.width,), head_only=hole.head, head_words=hole.head_words, colon_rest=hole.head,

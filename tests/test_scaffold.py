@@ -92,6 +92,23 @@ def test_a_header_after_the_free_lines_is_not_read_as_a_body_of_the_header_befor
     assert loop.ctx.first_indents == (8,) and loop.accepts(loop.start, "for")
 
 
+# Inside a dict whose '}' and the loop over it were cut out: the loop's body follows the hole.
+BRACKETS = "def f(xs):\n    names = {\n        1: 'one',\n|            out.append(names[x])\n    return out\n"
+
+
+def test_inside_brackets_a_scaffold_closes_them_before_its_headers():
+    shape = shape_of(request(BRACKETS))
+    assert shape.scaffold_closes and [w for w, _ in shape.scaffold] == [4, 8] and "for" in shape.scaffold[0][1]
+    req = request(BRACKETS)
+    split, lines = scaffold.split(req, shape)
+    free, loop, _ = RequestCheck(split, lines).lexers
+    assert free.ctx.base == ("{",) and not free.can_end(free.feed(free.start, "        2: 'two',\n")[0])
+    assert free.can_end(free.feed(free.start, "        2: 'two',\n    }\n    out = []")[0])
+    assert loop.ctx.base == () and loop.accepts(loop.start, "for x in xs") and not loop.accepts(loop.start, "return")
+    # brackets the text after the hole closes: no scaffold, as before
+    assert shape_of(request("def f():\n    d = {\n        1: 'one',\n|    }\n    return d\n")) == Shape()
+
+
 class WordTokenizer:
     VOCAB = ["<pad>", "<mask>", "<eos>", "return", "except", "finally", " x"]
 
