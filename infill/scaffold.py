@@ -6,10 +6,10 @@ each with its ':'. A small model rarely does, and no repair of a draft turns sta
 headers. Where infill/shape.py found such a scaffold (``Shape.scaffold``: the headers' widths, and
 a body line where the text after goes on with a clause such as ``else:``), the engine fills a
 request of several holes instead: free lines first (they may stay empty), then each header's
-head between its indentation and its ':', then the body line. Where the hole is inside brackets
-(``Shape.scaffold_closes``), the free lines must close them before the headers. The holes are denoised together,
-each seeing the others, as any multi-site edit is; :func:`join` makes the one fill of the
-original hole from their fills again.
+head between its indentation and its ':', then the body line (where the hole is inside brackets,
+``Shape.scaffold_closes``, the free lines must close them first). The holes are denoised
+together, each seeing the others, as any multi-site edit is; :func:`join` makes the one fill of
+the original hole from their fills again.
 
 It only rewrites requests and results: it does not search for scaffolds, parse, or sample.
 """
@@ -60,8 +60,8 @@ def split(request: FillRequest, shape: Shape) -> tuple[FillRequest, Shape]:
         levels = (*levels, max(levels) + indent_unit(levels))
     closes = shape.scaffold_closes
     lines = [ScaffoldHole(0, shape.levels, seam=widths[0], opened=shape.scaffold_after_header, closes=closes)]
-    lines += [ScaffoldHole(i + 1, _line_levels(levels, widths[: i + 1]), width=width, head=bool(words), head_words=words, opened=i > 0,
-                           closes=closes) for i, (width, words) in enumerate(shape.scaffold)]
+    lines += [ScaffoldHole(i + 1, _line_levels(levels, widths[: i + 1]), width=width, head=bool(words), head_words=words,
+                           opened=i > 0, closes=closes) for i, (width, words) in enumerate(shape.scaffold)]
     return msgspec.structs.replace(request, text="".join(parts), holes=holes), Shape(scaffold_holes=tuple(lines))
 
 

@@ -211,7 +211,7 @@ def _closing_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Sha
         return Shape()
     lines = doc.text[: hole.start].split("\n")[-LOOKBACK_LINES:]
     widths = [indent_width(ln) for ln in lines if ln.strip()]
-    width = next((w for w in reversed(widths) if widths and w < widths[-1]), 0)  # the line that opened them
+    width = next((w for w in reversed(widths) if w < widths[-1]), 0)  # the line that opened them
     closing = " " * width + "".join(CLOSERS[b] for b in reversed(ctx.base))
     shape = _scaffold_shape(doc, replace(ctx, after_colon=False), hole, end, before=[closing])
     return replace(shape, scaffold_closes=True) if shape.scaffold else shape
@@ -232,9 +232,10 @@ def _scaffold_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str, befor
     ordered = sorted(ctx.levels or ())
     unit = indent_unit(ordered)
     clause = ctx.clause_here
-    # After a header the free lines before the scaffold hold its body (steering asks for one).
-    bodies = [[]] + ([[" " * (ordered[-1] + unit) + STATEMENT]] if ctx.after_colon and ordered else [])
-    bodies = [before] if before else bodies
+    if before:
+        bodies = [before]
+    else:  # after a header the free lines before the scaffold hold its body (steering asks for one)
+        bodies = [[]] + ([[" " * (ordered[-1] + unit) + STATEMENT]] if ctx.after_colon and ordered else [])
     tried: set[str] = set()  # one header before a clause is the clause's own: its first is not tried
     for body, n in itertools.product(bodies, range(1, SCAFFOLD_DEPTH + 1)):
         top = target - (n - 1 if clause else n) * unit
@@ -337,8 +338,8 @@ def scaffold_context(ctx: HoleContext, hole: ScaffoldHole, line_before: str = ""
                        after_colon=ctx.after_colon or hole.opened, closes=ctx.closes or hole.closes,
                        unclosed=len(ctx.base) if hole.closes else ctx.unclosed)
     if hole.closes and ctx.base:  # the free lines closed the brackets the tree reads open before this line
-        ctx = replace(ctx, base=(), needed=0, unclosed=0, surplus=False, at_line_start=True, indent=indent_width(line_before), line_before="",
-                      last_sig=CLOSERS.get(ctx.base[0], ctx.last_sig))
+        ctx = replace(ctx, base=(), needed=0, unclosed=0, surplus=False, at_line_start=True,
+                      indent=indent_width(line_before), line_before="", last_sig=CLOSERS.get(ctx.base[0], ctx.last_sig))
     # A scaffold line follows a header of the scaffold's or the free lines, which hold the body
     # of a header before them: the tree, which reads them empty, cannot tell which.
     return replace(ctx, first_indents=(hole.width,), head_only=hole.head, head_words=hole.head_words, colon_rest=hole.head,
