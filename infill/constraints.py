@@ -10,8 +10,9 @@
   end of the fill (a pad, or the window's last slot) must be a place where the fill may end,
   and what the fill still must close must fit in the free slots after a token.
   A refused proposal at a hole's first masked slot is replaced by the model's next best token
-  the lexer allows, in the same walk (one pass over the draft a step); a header's head alone
-  that none of those may continue ends there, where it may (``else`` takes nothing before its ':');
+  the lexer allows, in the same walk (one pass over the draft a step); failing those, a Python
+  block header whose brackets are closed takes its ':' (``def f(self)``), and a header's head
+  alone that nothing may continue ends there, where it may (``else`` takes nothing before its ':');
 - ``remask``: after a full draft, each row's fills are parsed with the top-level statements
   around them (infill/syntax.py; Python's are compiled too, infill/pycompile.py); the slots whose
   token bytes overlap a newly introduced ERROR or MISSING node or SyntaxError are sent back to
@@ -225,6 +226,8 @@ class SyntaxConstraint:
             if masked[k] and asked[k] and not self._may_take(lexer, st, tok, room):
                 options = alternatives(r, k) if alternatives is not None and k == first else ()
                 tok = self._first_allowed(lexer, st, options, room)
+                if tok is None and k == first and lexer.owes_colon(st):  # a header's ':', if the model ranks it low
+                    tok = self._first_allowed(lexer, st, self._lead_tokens([":"]), room)
                 if tok is None and k == first and room is not None and lexer.ctx.head_only:
                     tok = self._first_allowed(lexer, st, [self.pad_id], room)  # a head nothing ranked may go on ends here
                 if tok is None:

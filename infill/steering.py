@@ -294,6 +294,14 @@ class Lexer:
         words = self.ctx.head_words if self.ctx.head_only and not st.started else ()
         return ([closer] if closer else []) + list(words)
 
+    def owes_colon(self, st: LexState) -> bool:
+        """Python: is the logical line so far a block header, its brackets closed, with no ':' yet
+        (``def f(self)``: only the ':' ends it)?"""
+        line = st.line
+        if line is None or st.stack or st.kind or len(self.ctx.base) > st.popped or self.ctx.colon_rest:
+            return False
+        return _FIRST_WORD.match(line).group(0) in _HEADER_WORDS and not line.rstrip().endswith(":")
+
     def close(self, text: str) -> str | None:
         """``text`` (a fill) with the closers of what it leaves open appended: its own brackets,
         innermost first, then the brackets before the hole that the text after the hole leaves

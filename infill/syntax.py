@@ -252,6 +252,9 @@ def _row_indent(data: bytes, node) -> int:
     return indent_width(data[row_start : end if end >= 0 else len(data)])
 
 
+MAX_LINE_BEFORE = 1000  # bytes of a logical line before a hole inside brackets that steering checks as a line
+
+
 def hole_context(doc: Document, i: int) -> HoleContext:
     """What the steering lexer must know at the start of hole ``i`` of ``doc``."""
     g, data, root = doc.grammar, doc.data, doc.tree.root_node
@@ -263,11 +266,14 @@ def hole_context(doc: Document, i: int) -> HoleContext:
     tops = [c for c in root.children if c.start_byte <= s]
     scan_from = tops[-1].start_byte if tops and not root.has_error else 0
     stack: list[str] = []
+    opened: list[int] = []  # where each of ``stack`` opened
     for n in _brackets(g, root, scan_from, s):
         if n.type in pairs:
             stack.append(n.type)
+            opened.append(n.start_byte)
         elif stack and pairs[stack[-1]] == n.type:
             stack.pop()
+            opened.pop()
     # The text after the hole (up to the next hole) closes some of what is open.
     stop = doc.spans[i + 1][0] if i + 1 < len(doc.spans) else None
     if not root.has_error:  # then what the prefix opened closes within the same top-level node
@@ -293,6 +299,10 @@ def hole_context(doc: Document, i: int) -> HoleContext:
         continued = data[max(0, row - 3) : row].rstrip(b"\r\n").endswith(b"\\")
         if not stack and not continued:
             ctx["line_before"] = before.decode("utf-8", "replace").lstrip(" \t\f")
+        elif stack and not continued and s - line_start(data, opened[0]) <= MAX_LINE_BEFORE:
+            # Inside brackets: the logical line from the line its outermost open bracket is on (one
+            # that a bracket closed there began earlier reads as broken already: it is not judged).
+            ctx["line_before"] = data[line_start(data, opened[0]) : s].decode("utf-8", "replace").lstrip(" \t\f")
         stop = doc.spans[i + 1][0] if i + 1 < len(doc.spans) else len(data)
         if stop == len(data):  # the seam is only known when no other hole comes first
             nl = data.find(b"\n", e)
@@ -339,6 +349,25 @@ def _python_levels(root, data: bytes, pos: int) -> dict:
 # Syntax-aware truncation.
 
 
+def _header_line_end(g: Grammar, pre: bytes, mid: bytes, suf: bytes, cut: bytes) -> bytes:
+    """``cut`` (a prefix of the fill ``mid``), or where it leaves an error at its end that the
+    whole fill does not have there, the fill up to the end of the cut's line if that leaves none
+    (the ':' of a header whose brackets the cut closed)."""
+    c = len(pre)
+    if not _touching(error_spans(g.parse(pre + cut + suf).root_node), c, c + len(cut)):
+        return cut
+    if _touching(error_spans(g.parse(pre + mid + suf).root_node), c, c + len(mid)):
+        return cut
+    nl = mid.find(b"\n", len(cut))
+    line = mid[: nl if nl >= 0 else len(mid)]
+    ok = not _touching(error_spans(g.parse(pre + line + suf).root_node), c, c + len(line))
+    return line if ok and line != cut else cut
+
+
+def _touching(errors, start: int, end: int) -> bool:
+    return any(e.start <= end and e.end >= start for e in errors)
+
+
 def truncate_completion(language: str | Grammar | None, prefix: str, fill: str, suffix: str) -> str:
     """Cut a completion inserted at a cursor where the syntactic unit around the cursor ends.
 
@@ -373,6 +402,8 @@ def truncate_completion(language: str | Grammar | None, prefix: str, fill: str, 
     cut = mid[:end]
     if not cut.strip():
         return fill
+    if g.spec.indent:  # Python: a cut inside a block header's line goes on to the line's end (``f):``, not ``f)``)
+        cut = _header_line_end(g, pre, mid, suf, cut)
     after = len(error_spans(g.parse(pre + cut + suf).root_node))
     if after > len(error_spans(tree.root_node)) and after > len(error_spans(g.parse(pre + suf).root_node)):
         return fill  # the cut breaks more than the whole fill and than the document without it

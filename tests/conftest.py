@@ -64,3 +64,23 @@ def tiny_engine(tiny_model_dir):
     from infill.engine import Engine, EngineConfig
 
     return Engine.load(EngineConfig(model_dir=tiny_model_dir, device="cpu", precision="fp32"))
+
+
+class ListTokenizer:
+    """A tokenizer stub for the syntax checks: token t is the string ``vocab[t]`` (ids 0, 1 and 2
+    are pad, mask and end, with no text); ``encode`` knows only whole tokens."""
+
+    def __init__(self, vocab: list[str]):
+        self.vocab = vocab
+
+    def token_bytes(self, t: int) -> bytes:
+        return b"" if t < 3 else self.vocab[t].encode()
+
+    def encode(self, text: str) -> list[int]:
+        return [self.vocab.index(text)]
+
+
+@pytest.fixture
+def list_tokenizer():
+    """``ListTokenizer``, for tests that steer with a handful of tokens of their own."""
+    return ListTokenizer

@@ -440,6 +440,8 @@ def test_a_broken_constraint_lets_the_fill_go_on(monkeypatch):
         ("rust", "fn f() -> i32 {\n    let x = g(", "1, 2);\n    x\n}\n", "\n}\n", "1, 2)"),
         ("c", "int f(void) {\n    int x = g(", "1, 2);\n    return x;\n}\n", "\n}\n", "1, 2)"),
         ("java", "class A {\n  int f() {\n    return g(", "1);\n  }\n}\n", "\n  }\n}\n", "1)"),
+        ("python", "    def f(sel", "f, x):\n        return x", "\n        pass\n", "f, x):"),  # a header keeps its ':'
+        ("python", "if g(", "x):\n    y = 1\nz = 2", "\n", "x):"),
         ("cobol-unknown", "x = foo(", "1)\ny", "\n", "1)\ny"),
         ("python", "x = foo(", "   ", "\n", "   "),
     ],
@@ -513,26 +515,40 @@ def test_region_judging_works_for_braced_languages():
     assert d.valid([b"a + b"]) and not d.valid([b"a + (b"]) and not d.valid([b"1 }"])
 
 
-class WordTokenizer:
-    VOCAB = ["<pad>", "<mask>", "<eos>", "    ", "else", " x", "if", " "]
-
-    def token_bytes(self, t: int) -> bytes:
-        return b"" if t < 3 else self.VOCAB[t].encode()
-
-    def encode(self, text: str) -> list[int]:
-        return [self.VOCAB.index(text)]
-
-
-def test_a_headers_head_that_nothing_the_model_ranks_may_go_on_ends_there():
+def test_a_headers_head_that_nothing_the_model_ranks_may_go_on_ends_there(list_tokenizer):
+    tok = list_tokenizer(["<pad>", "<mask>", "<eos>", "    ", "else", " x", "if", " "])
     req = request("def f(x):\n    if x:\n        return 1\n|\n        return 2\n", window=4)
     shape = strict_shape(shape_of(req))  # a retry's: 'else' (or another header's head) at width 4, alone
     assert shape.head_only and "else" in shape.head_words
-    c = for_chunk([req], [0], torch.zeros(1, 4, dtype=torch.long), WordTokenizer(), 0, 1, [shape])
-    indent, word, x, space = (WordTokenizer.VOCAB.index(t) for t in ("    ", "else", " x", " "))
+    c = for_chunk([req], [0], torch.zeros(1, 4, dtype=torch.long), tok, 0, 1, [shape])
+    indent, word, x, space = (tok.vocab.index(t) for t in ("    ", "else", " x", " "))
     state = windows([[indent, word, MASK, MASK]], [[False, False, True, True]])
     proposal = torch.tensor([[indent, word, x, x]])
     tokens, allowed = c.steer(state, proposal, state.masked.clone(), lambda r, k: [space, x])
     assert tokens[0, 2] == PAD and allowed[0, 2]  # 'else' takes nothing before its ':', not even a space
-    state = windows([[indent, WordTokenizer.VOCAB.index("if"), MASK, MASK]], [[False, False, True, True]])
+    state = windows([[indent, tok.vocab.index("if"), MASK, MASK]], [[False, False, True, True]])
     tokens, allowed = c.steer(state, proposal, state.masked.clone(), lambda r, k: [space])
     assert tokens[0, 2] == x and allowed[0, 2]  # 'if x' goes on
+
+
+def test_inside_brackets_steering_reads_the_logical_line_from_its_outermost_brackets_line():
+    lx = lexer_at("python", "def f(a):\n    x = g(a,\n          h(|\n")
+    assert lx.ctx.line_before == "x = g(a,\n          h("
+    head = lexer_at("python", "class A:\n    def f(sel|\n        return 1\n")
+    assert head.ctx.line_before == "def f(sel"
+    assert not head.can_end(head.feed(head.start, "f)")[0])  # a def's head is not done before its ':'
+    assert head.can_end(head.feed(head.start, "f):")[0])
+    assert head.owes_colon(head.feed(head.start, "f)")[0]) and not head.owes_colon(head.feed(head.start, "f")[0])
+    long = lexer_at("python", "x = [\n" + "    1,\n" * 200 + "|\n")
+    assert long.ctx.line_before is None  # too long a line to check at every step
+
+
+def test_a_headers_closed_brackets_may_take_the_colon_the_model_ranks_low(list_tokenizer):
+    tok = list_tokenizer(["<pad>", "<mask>", "<eos>", "f", ")", ":"])
+    req = request("class A:\n    def f(sel|\n        return 1\n", window=4)
+    c = for_chunk([req], [0], torch.zeros(1, 4, dtype=torch.long), tok, 0, 1)
+    f, close, colon = (tok.vocab.index(t) for t in ("f", ")", ":"))
+    state = windows([[f, close, MASK, MASK]], [[False, False, True, True]])
+    # the fill may not end after 'def f(self)', and the model offers nothing else
+    tokens, allowed = c.steer(state, torch.tensor([[f, close, PAD, PAD]]), state.masked.clone(), lambda r, k: [PAD])
+    assert tokens[0, 2] == colon and allowed[0, 2]

@@ -109,22 +109,12 @@ def test_inside_brackets_a_scaffold_closes_them_before_its_headers():
     assert shape_of(request("def f():\n    d = {\n        1: 'one',\n|    }\n    return d\n")) == Shape()
 
 
-class WordTokenizer:
-    VOCAB = ["<pad>", "<mask>", "<eos>", "return", "except", "finally", " x"]
-
-    def token_bytes(self, t: int) -> bytes:
-        return b"" if t < 3 else self.VOCAB[t].encode()
-
-    def encode(self, text: str) -> list[int]:
-        return [self.VOCAB.index(text)]
-
-
-def test_a_stuck_heads_first_slot_may_take_a_header_word_the_model_ranks_low():
+def test_a_stuck_heads_first_slot_may_take_a_header_word_the_model_ranks_low(list_tokenizer):
     req = request(AFTER)
     split, shape = scaffold.split(req, shape_of(req))
     widths = [h.max_tokens for h in split.holes]
     hole = torch.cat([torch.full((w,), i) for i, w in enumerate(widths)])[None]
-    c = for_chunk([split], [0], hole, WordTokenizer(), 0, 1, [shape])
+    c = for_chunk([split], [0], hole, list_tokenizer(["<pad>", "<mask>", "<eos>", "return", "except", "finally", " x"]), 0, 1, [shape])
     ids = torch.full(hole.shape, 1)
     state = Windows(ids=ids, pos=torch.arange(ids.shape[1])[None], hole=hole, masked=torch.ones_like(ids, dtype=torch.bool),
                     logprob=torch.zeros(ids.shape))
