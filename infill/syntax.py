@@ -349,14 +349,15 @@ def _python_levels(root, data: bytes, pos: int) -> dict:
 # Syntax-aware truncation.
 
 
-def _header_line_end(g: Grammar, pre: bytes, mid: bytes, suf: bytes, cut: bytes) -> bytes:
+def _header_line_end(g: Grammar, pre: bytes, mid: bytes, suf: bytes, cut: bytes, whole_errors) -> bytes:
     """``cut`` (a prefix of the fill ``mid``), or where it leaves an error at its end that the
-    whole fill does not have there, the fill up to the end of the cut's line if that leaves none
-    (the ':' of a header whose brackets the cut closed)."""
+    whole fill (``whole_errors``: those of the document with it) does not have there, the fill
+    up to the end of the cut's line if that leaves none (the ':' of a header whose brackets the
+    cut closed)."""
     c = len(pre)
-    if not _touching(error_spans(g.parse(pre + cut + suf).root_node), c, c + len(cut)):
+    if _touching(whole_errors, c, c + len(mid)):
         return cut
-    if _touching(error_spans(g.parse(pre + mid + suf).root_node), c, c + len(mid)):
+    if not _touching(error_spans(g.parse(pre + cut + suf).root_node), c, c + len(cut)):
         return cut
     nl = mid.find(b"\n", len(cut))
     line = mid[: nl if nl >= 0 else len(mid)]
@@ -373,8 +374,10 @@ def truncate_completion(language: str | Grammar | None, prefix: str, fill: str, 
 
     The unit is the innermost statement, block or bracketed list (``boundaries.scm``) that starts
     before the cursor and ends inside the fill; the fill is cut at its end (as SAFIM's
-    post-processing does). Conservative: no grammar, no such unit, a unit with errors in it, or
-    a cut that leaves more errors than the whole fill, and the fill comes back unchanged.
+    post-processing does). In Python a cut that leaves an error at its end, inside a block
+    header's line, goes on to that line's end (``f, x):``, not ``f, x)``). Conservative: no
+    grammar, no such unit, a unit with errors in it, or a cut that leaves more errors than the
+    whole fill, and the fill comes back unchanged.
     """
     g = language if isinstance(language, Grammar) else lookup_grammar(language)
     if g is None or not fill.strip():
@@ -403,7 +406,7 @@ def truncate_completion(language: str | Grammar | None, prefix: str, fill: str, 
     if not cut.strip():
         return fill
     if g.spec.indent:  # Python: a cut inside a block header's line goes on to the line's end (``f):``, not ``f)``)
-        cut = _header_line_end(g, pre, mid, suf, cut)
+        cut = _header_line_end(g, pre, mid, suf, cut, error_spans(tree.root_node))
     after = len(error_spans(g.parse(pre + cut + suf).root_node))
     if after > len(error_spans(tree.root_node)) and after > len(error_spans(g.parse(pre + suf).root_node)):
         return fill  # the cut breaks more than the whole fill and than the document without it
