@@ -226,10 +226,10 @@ class SyntaxConstraint:
             if masked[k] and asked[k] and not self._may_take(lexer, st, tok, room):
                 options = alternatives(r, k) if alternatives is not None and k == first else ()
                 tok = self._first_allowed(lexer, st, options, room)
-                if tok is None and k == first and lexer.owes_colon(st):  # a header's ':', if the model ranks it low
-                    tok = self._first_allowed(lexer, st, self._lead_tokens([":"]), room)
-                if tok is None and k == first and room is not None and lexer.ctx.head_only:
-                    tok = self._first_allowed(lexer, st, [self.pad_id], room)  # a head nothing ranked may go on ends here
+                if tok is None and k == first:  # a header's ':' the model ranks low; a head nothing ranked may go on ends
+                    forced = self._lead_tokens([":"]) if lexer.owes_colon(st) else []
+                    forced += [self.pad_id] if room is not None and lexer.ctx.head_only else []
+                    tok = self._first_allowed(lexer, st, forced, room)
                 if tok is None:
                     return k
                 draft[k] = tok

@@ -390,7 +390,8 @@ class Engine:
         # Its heads need every token steered: it is filled as a retry would be, in one round.
         work = {i: scaffold.split(p.request, p.shape) for i, p in scaffolded.items()}
         for i, (request, shape) in work.items():
-            prepared[i] = self.prepare(strict_request(request, strict_shape(shape)), strict_shape(shape))
+            strict = strict_shape(shape)
+            prepared[i] = self.prepare(strict_request(request, strict), strict)
         results: list[FillResult | None] = [None] * len(requests)
         self._fill_prepared(prepared, list(range(len(prepared))), results, cancel, on_draft, constraint)
         again = [i for i, r in enumerate(results) if constraint is None and i not in work and needs_retry(prepared[i], r, cancel)]

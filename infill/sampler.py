@@ -246,16 +246,7 @@ def numbered(where: torch.Tensor) -> torch.Tensor:
 
 def first_masked(hole: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
     """[R, W] bool: the first still-masked slot of each hole."""
-    R, W = hole.shape
-    idx = torch.arange(W, device=hole.device).expand(R, W)
-    out = torch.zeros_like(masked)
-    for h in hole.unique().tolist():
-        if h < 0:
-            continue
-        cand = (hole == h) & masked
-        first = torch.where(cand, idx, torch.full_like(idx, W)).min(dim=1).values
-        out |= cand & (idx == first[:, None])
-    return out
+    return masked & (per_hole_cumsum(hole, masked) == 1)
 
 
 def per_hole_cumsum(hole: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
@@ -283,17 +274,7 @@ def past_refusal(hole: torch.Tensor, refused: torch.Tensor) -> torch.Tensor:
 
 def pad_tail(hole: torch.Tensor, committed_pad: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
     """Masked slots that follow a committed pad in the same hole (to be filled with pad too)."""
-    R, W = hole.shape
-    idx = torch.arange(W, device=hole.device).expand(R, W)
-    first_pad = torch.where(committed_pad, idx, torch.full_like(idx, W))
-    out = torch.zeros_like(masked)
-    for h in hole.unique().tolist():
-        if h < 0:
-            continue
-        in_h = hole == h
-        start = torch.where(in_h, first_pad, torch.full_like(idx, W)).min(dim=1).values
-        out |= in_h & masked & (idx > start[:, None])
-    return out
+    return masked & (per_hole_cumsum(hole, committed_pad) - committed_pad.long() > 0)
 
 
 class ActiveRows:

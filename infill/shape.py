@@ -62,7 +62,6 @@ SCAFFOLD_DEPTH = 4  # the most nested block headers a scaffold opens
 # the last one a ``try`` where that text goes on with ``except:``.
 SCAFFOLD_FIRST = ("if x:", "for x in y:", "except:", "else:")
 SCAFFOLD_LAST = ("if x:", "try:")
-CLOSERS = {"(": ")", "[": "]", "{": "}"}
 # Clauses a statement before a hole at the end of the file may still need (_tail_shape).
 TAIL_CLAUSES = ("except:", "finally:")
 
@@ -207,12 +206,13 @@ def _closing_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Sha
     block's body (a dict's last entries, its '}', and the loop over it cut out): a scaffold whose
     free lines close the brackets (a stand-in closes them on a line of its own, at the width of
     the line that opened them) before its headers; ``Shape()`` where none parses."""
-    if ctx.unclosed != len(ctx.base) or any(b not in CLOSERS for b in ctx.base):
+    pairs = doc.grammar.spec.brackets
+    if ctx.unclosed != len(ctx.base) or any(b not in pairs for b in ctx.base):
         return Shape()
     lines = doc.text[: hole.start].split("\n")[-LOOKBACK_LINES:]
     widths = [indent_width(ln) for ln in lines if ln.strip()]
     width = next((w for w in reversed(widths) if w < widths[-1]), 0)  # the line that opened them
-    closing = " " * width + "".join(CLOSERS[b] for b in reversed(ctx.base))
+    closing = " " * width + "".join(pairs[b] for b in reversed(ctx.base))
     shape = _scaffold_shape(doc, replace(ctx, after_colon=False), hole, end, before=[closing])
     return replace(shape, scaffold_closes=True) if shape.scaffold else shape
 
@@ -339,7 +339,7 @@ def scaffold_context(ctx: HoleContext, hole: ScaffoldHole, line_before: str = ""
                        unclosed=len(ctx.base) if hole.closes else ctx.unclosed)
     if hole.closes and ctx.base:  # the free lines closed the brackets the tree reads open before this line
         ctx = replace(ctx, base=(), needed=0, unclosed=0, surplus=False, at_line_start=True,
-                      indent=indent_width(line_before), line_before="", last_sig=CLOSERS.get(ctx.base[0], ctx.last_sig))
+                      indent=indent_width(line_before), line_before="", last_sig="")  # no ':' ends the line before
     # A scaffold line follows a header of the scaffold's or the free lines, which hold the body
     # of a header before them: the tree, which reads them empty, cannot tell which.
     return replace(ctx, first_indents=(hole.width,), head_only=hole.head, head_words=hole.head_words, colon_rest=hole.head,

@@ -366,7 +366,7 @@ def _header_line_end(g: Grammar, pre: bytes, mid: bytes, suf: bytes, cut: bytes,
 
 
 def _touching(errors, start: int, end: int) -> bool:
-    return any(e.start <= end and e.end >= start for e in errors)
+    return any(_touch(e.start, e.end, start, end) for e in errors)
 
 
 def truncate_completion(language: str | Grammar | None, prefix: str, fill: str, suffix: str) -> str:
