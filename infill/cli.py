@@ -454,7 +454,7 @@ def run_fill(args: argparse.Namespace) -> int:
             what = "stdin"
         done = "wrote" if args.write else "filled"
         print(
-            f"{PROG}: {done} {n_holes} hole{'s' if n_holes != 1 else ''} in {what}: {tokens} tokens, "
+            f"{PROG}: {done} {n_holes} hole{'s' if n_holes != 1 else ''} in {what}: {tokens} tokens generated, "
             f"{wall:.2f} s (model load {t_fill - t_load:.2f} s, fill {fill_s:.2f} s) with {results[0].model} on {engine.device}",
             file=sys.stderr,
         )

@@ -63,7 +63,7 @@ class Timings(msgspec.Struct):
     constrain_ms: float = 0.0
     total_ms: float = 0.0
     steps: int = 0
-    tokens_filled: int = 0  # non-pad tokens in the returned fills
+    tokens_filled: int = 0  # non-pad tokens the chosen candidate generated (before a cut at its syntactic unit's end)
     context_tokens: int = 0
     candidates: int = 0
     rounds: int = 1  # denoising rounds: 2 where a constrained fill was retried under stricter steering
