@@ -587,7 +587,9 @@ class Engine:
 
         A row still invalid after repair is cut back, hole by hole, to the longest token prefix
         that parses (never below a hole's min_tokens): "print(x" beats "print(x))"; where none
-        does, to a line's end with the brackets it leaves open closed (:meth:`_cut_and_close`).
+        does, to a line's end with the brackets it leaves open closed (:meth:`_cut_and_close`);
+        where that fails too and the text after the hole starts a line, to a prefix that ends its
+        line (:meth:`_cut_and_break`).
         """
         texts, check = [], syntax.checks[r]
         for i, (h, f) in enumerate(zip(request.holes, fills)):
@@ -601,6 +603,8 @@ class Engine:
             for i, h in enumerate(request.holes):
                 cut = self._cut_back(syntax, r, texts, i, max(h.min_tokens, 1))
                 cut = cut if cut is not None else self._cut_and_close(syntax, r, texts, i)
+                if cut is None and (h.end == 0 or request.text[h.end - 1] == "\n"):  # the text after the hole starts a line
+                    cut = self._cut_and_break(syntax, r, texts, i, max(h.min_tokens, 1))
                 if cut is not None:
                     texts, valid = texts[:i] + [cut] + texts[i + 1 :], True
                     break
@@ -644,6 +648,17 @@ class Engine:
             if syntax.error_at(r, with_cut(cut), i) is None:
                 return accept(cut)
         return None
+
+    def _cut_and_break(self, syntax, r: int, texts: list[str], i: int, min_tokens: int) -> str | None:
+        """Where the text after hole i starts a line and fill i stops short of its line's end (its
+        window ran out mid-line: ``return a, a, a, a``), every token prefix joins that text's first
+        line: fill i cut to a token prefix of at least ``min_tokens``, with the line break, the first
+        of at most MAX_CUTS, longest first, that makes row r valid; None if none does."""
+        if texts[i].endswith("\n"):
+            return None
+        toks = self.tokenizer.encode(texts[i])
+        cuts = dict.fromkeys(self.tokenizer.decode(toks[:k]).rstrip(" \t") + "\n" for k in range(len(toks), min_tokens - 1, -1))
+        return next((c for c in list(cuts)[:MAX_CUTS] if c.strip() and syntax.judge(r, texts[:i] + [c] + texts[i + 1 :])), None)
 
     def _cut_and_close(self, syntax, r: int, texts: list[str], i: int) -> str | None:
         """Fill i cut at its end or a line's end, longest first, down to nothing, with the closers

@@ -294,3 +294,21 @@ def test_the_garbage_collector_is_paused_during_a_fill_and_restored_after(tiny_e
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_fill_the_window_ended_mid_line_is_cut_with_a_line_break_where_the_text_after_it_starts_a_line(tiny_engine, monkeypatch):
+    from infill.protocol import Fill
+
+    text = "def f(a):\n    b = a\n\n    return a\n"
+    hole = len("def f(a):\n    b = a\n")  # the text after the hole starts a line of its own
+    looping = "    c = a, a, a, a, a"  # the window ended before the line did
+    real = tiny_engine.decode_row
+    monkeypatch.setattr(tiny_engine, "decode_row", lambda *a: ([Fill(text=looping, score=0.0)], *real(*a)[1:]))
+    req = FillRequest(text=text, holes=[Hole(hole, hole + 1, 16, min_tokens=1)], language="python",
+                      options=SamplingOptions(candidates=1, retry=False))
+    r = tiny_engine.fill(req)
+    assert r.fills[0].text == looping + "\n" and r.fills[0].valid is True
+    mid_line = FillRequest(text="def f(a):\n    c = \n", holes=[Hole(18, 18, 16, min_tokens=1)], language="python",
+                           options=SamplingOptions(candidates=1, retry=False))
+    monkeypatch.setattr(tiny_engine, "decode_row", lambda *a: ([Fill(text="a)) + (", score=0.0)], *real(*a)[1:]))
+    assert "\n" not in tiny_engine.fill(mid_line).fills[0].text  # the text after it goes on with the line: no break
