@@ -13,6 +13,8 @@ bench/fetch_validity_sources.sh
 "$INFILL" bench quality multi-line --limit 100 --unconstrained --out $R/quality-multi-line-100-unconstrained "$@"
 "$INFILL" bench overhead single-line --limit 300 --out $R/overhead-single-line-300 "$@"
 "$INFILL" bench overhead multi-line --limit 100 --out $R/overhead-multi-line-100 "$@"
+"$INFILL" bench overhead single-line --limit 300 --batch-size 1 --out $R/overhead-single-line-300-b1 "$@"
+"$INFILL" bench overhead multi-line --limit 100 --batch-size 1 --out $R/overhead-multi-line-100-b1 "$@"
 "$INFILL" bench quality single-line --limit 300 --policy left-to-right --steps 32 --out $R/quality-single-line-300-ltr "$@"
 "$INFILL" bench speed --sections grid,decoding,constrained --contexts 256,1024 --windows 16,32,64 --repeats 5 --warmup 1 --out $R/speed-cpu "$@"
 "$INFILL" bench speed --sections constrained --contexts 1024 --windows 64 --repeats 30 --warmup 1 --out $R/speed-cpu-constrained "$@"
