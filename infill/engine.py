@@ -650,10 +650,10 @@ class Engine:
         return None
 
     def _cut_and_break(self, syntax, r: int, texts: list[str], i: int, min_tokens: int) -> str | None:
-        """Where the text after hole i starts a line and fill i stops short of its line's end (its
-        window ran out mid-line: ``return a, a, a, a``), every token prefix joins that text's first
-        line: fill i cut to a token prefix of at least ``min_tokens``, with the line break, the first
-        of at most MAX_CUTS, longest first, that makes row r valid; None if none does."""
+        """Fill i cut to a token prefix (of at least ``min_tokens``) that ends with a line break: the
+        first of at most MAX_CUTS, longest first, that makes row r valid; None if none does. For a
+        fill that stops short of its line's end (its window ran out mid-line: ``return a, a, a``)
+        where the text after the hole starts a line: every prefix without the break joins it."""
         if texts[i].endswith("\n"):
             return None
         toks = self.tokenizer.encode(texts[i])

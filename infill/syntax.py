@@ -349,19 +349,18 @@ def _python_levels(root, data: bytes, pos: int) -> dict:
 # Syntax-aware truncation.
 
 
-def _header_line_end(g: Grammar, pre: bytes, mid: bytes, suf: bytes, cut: bytes, whole_errors) -> bytes:
+def _header_line_end(errors_of, pre: bytes, mid: bytes, suf: bytes, cut: bytes) -> bytes:
     """``cut`` (a prefix of the fill ``mid``), or where it leaves an error at its end that the
-    whole fill (``whole_errors``: those of the document with it) does not have there, the fill
-    up to the end of the cut's line if that leaves none (the ':' of a header whose brackets the
-    cut closed)."""
+    whole fill does not have there, the fill up to the end of the cut's line if that leaves none
+    (the ':' of a header whose brackets the cut closed). ``errors_of``: a document's error spans."""
     c = len(pre)
-    if _touching(whole_errors, c, c + len(mid)):
+    if _touching(errors_of(pre + mid + suf), c, c + len(mid)):
         return cut
-    if not _touching(error_spans(g.parse(pre + cut + suf).root_node), c, c + len(cut)):
+    if not _touching(errors_of(pre + cut + suf), c, c + len(cut)):
         return cut
     nl = mid.find(b"\n", len(cut))
     line = mid[: nl if nl >= 0 else len(mid)]
-    ok = not _touching(error_spans(g.parse(pre + line + suf).root_node), c, c + len(line))
+    ok = not _touching(errors_of(pre + line + suf), c, c + len(line))
     return line if ok and line != cut else cut
 
 
@@ -385,6 +384,14 @@ def truncate_completion(language: str | Grammar | None, prefix: str, fill: str, 
     pre, mid, suf = (x.encode("utf-8", "surrogatepass") for x in (prefix, fill, suffix))
     c, f = len(pre), len(pre) + len(mid)
     tree = g.parse(pre + mid + suf)
+    whole = error_spans(tree.root_node)
+    parsed = {pre + mid + suf: whole}
+
+    def errors_of(data: bytes) -> list[ErrorSpan]:  # each document parsed once
+        if data not in parsed:
+            parsed[data] = error_spans(g.parse(data).root_node)
+        return parsed[data]
+
     best = None
     for nodes in g.captures("boundaries", tree.root_node, c, f).values():
         for n in nodes:
@@ -406,8 +413,8 @@ def truncate_completion(language: str | Grammar | None, prefix: str, fill: str, 
     if not cut.strip():
         return fill
     if g.spec.indent:  # Python: a cut inside a block header's line goes on to the line's end (``f):``, not ``f)``)
-        cut = _header_line_end(g, pre, mid, suf, cut, error_spans(tree.root_node))
-    after = len(error_spans(g.parse(pre + cut + suf).root_node))
-    if after > len(error_spans(tree.root_node)) and after > len(error_spans(g.parse(pre + suf).root_node)):
+        cut = _header_line_end(errors_of, pre, mid, suf, cut)
+    after = len(errors_of(pre + cut + suf))
+    if after > len(whole) and after > len(errors_of(pre + suf)):
         return fill  # the cut breaks more than the whole fill and than the document without it
     return fill[: byte_to_str(mid, len(cut))]
