@@ -2,7 +2,8 @@
 
 - :class:`Document` parses a request's text once and judges fills: prefix + fills + suffix must
   have no ERROR or MISSING node that the document did not already have, within the top-level
-  statements around the holes (:func:`judged_region`); for Python, CPython's compiler must
+  statements around the holes (:func:`judged_region`), or for Python, within the method of a
+  top-level class that holds them (:func:`method_region`); for Python, CPython's compiler must
   accept that region too (infill/pycompile.py). Errors of the original that touch a hole, or
   that only whitespace parts from one, are the fill's business (a half-typed line is what a
   completion finishes; an unclosed bracket before a hole at the end of a file, the fill closes);
@@ -71,35 +72,96 @@ def judged_region(root, data: bytes, spans: list[tuple[int, int]]) -> tuple[int,
     return (line_start(data, starts[-1]) if starts else 0), (line_end(data, ends[0]) if ends else len(data))
 
 
+# The definitions a method region may be (a method, a nested class, decorated or not).
+_METHODS = ("function_definition", "class_definition", "decorated_definition")
+
+
+def method_region(root, data: bytes, spans: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """Python: bytes [start, end) of the whole lines of the method (or class) in the body of a
+    top-level class (at any depth of classes) whose body holds every hole, past its first line;
+    None where the holes are not in one (at a top-level class's own level, between two methods).
+
+    A method parses on its own after ``if 1:``; in a file of one large class it is a small part
+    of the top-level region, which every judged fill would otherwise reparse and compile whole.
+    """
+    lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
+    node = next((c for c in root.children if c.start_byte <= lo and hi <= c.end_byte), None)
+    found = None
+    while node is not None:
+        definition = node.child_by_field_name("definition") if node.type == "decorated_definition" else node
+        body = definition.child_by_field_name("body") if definition is not None and definition.type == "class_definition" else None
+        if body is None:
+            break
+        node = next((c for c in body.children if c.type in _METHODS and line_end(data, c.start_byte) <= lo and hi <= c.end_byte), None)
+        found = node or found
+    if found is None:
+        return None
+    start = line_start(data, found.start_byte)
+    return start, offside_end(data, line_end(data, found.end_byte), found.start_byte - start)
+
+
+def offside_end(data: bytes, at: int, indent: int) -> int:
+    """Past the lines from ``at`` on that belong to a block whose header is indented ``indent``
+    bytes: up to the first line with code indented no deeper. Where the tree ends a method
+    before that (a hole that broke a ``try`` in it, say), the lines after are still its."""
+    while at < len(data):
+        end = line_end(data, at)
+        line = data[at:end]
+        if line.strip() and len(line) - len(line.lstrip(b" \t")) <= indent:
+            break
+        at = end
+    return at
+
+
 class Document:
     """A document with holes (str offsets, ordered, disjoint), parsed once.
 
     ``tree`` is the whole document's; fills are judged in :func:`judged_region` (``start``, ``end``),
-    and :meth:`new_errors` speaks in that region's byte offsets.
+    or for Python in :func:`method_region` where the holes lie in a method: its lines, after
+    ``head`` (``if 1:``, so that they parse on their own), which :meth:`new_errors` hands to the
+    top-level region (:meth:`outer`) whenever a fill leaves that header's block (a fill that
+    dedents out of the class). :meth:`new_errors` speaks in the judged bytes' offsets (``local``).
     """
 
-    def __init__(self, grammar: Grammar, text: str, holes: list[tuple[int, int]]):
+    def __init__(self, grammar: Grammar, text: str, holes: list[tuple[int, int]], nest: bool = True, tree=None):
         self.grammar = grammar
         self.text = text
+        self.holes = holes
         self.data = text.encode("utf-8", "surrogatepass")
         self.spans = [(str_to_byte(text, s), str_to_byte(text, e)) for s, e in holes]
-        self.tree = grammar.parse(self.data)
-        self.start, self.end = judged_region(self.tree.root_node, self.data, self.spans) if self.spans else (0, len(self.data))
-        self.local = self.data[self.start : self.end]
-        self.local_spans = [(s - self.start, e - self.start) for s, e in self.spans]
-        whole = (self.start, self.end) == (0, len(self.data))
-        self.local_tree = self.tree if whole else grammar.parse(self.local)
+        self.tree = tree if tree is not None else grammar.parse(self.data)
+        method = method_region(self.tree.root_node, self.data, self.spans) if nest and grammar.name == "python" and self.spans else None
+        if method is not None:
+            self.start, self.end = method
+            self.head = b"if 1:\r\n" if self.data[: self.end].endswith(b"\r\n") else b"if 1:\n"
+            self.local = self.head + self.data[self.start : self.end]
+            self.local_tree = grammar.parse(self.local)
+        if method is None or self.local_tree.root_node.child_count != 1:  # no method, or one that does not parse as one block
+            self.start, self.end = judged_region(self.tree.root_node, self.data, self.spans) if self.spans else (0, len(self.data))
+            self.head, self.local = b"", self.data[self.start : self.end]
+            whole = (self.start, self.end) == (0, len(self.data))
+            self.local_tree = self.tree if whole else grammar.parse(self.local)
+        self.local_spans = [(s - self.start + len(self.head), e - self.start + len(self.head)) for s, e in self.spans]
         # An error that only whitespace parts from a hole is the hole's too (an unclosed '{' or
         # a block header with no body right before it, a stray 'else:' right after it).
         reach = [blank_around(self.local, s, t) for s, t in self.local_spans]
         self.baseline = [e for e in error_spans(self.local_tree.root_node) if not any(_touch(e.start, e.end, s, t) for s, t in reach)]
         # Python: CPython's compiler judges too, for what tree-sitter lets through (infill/pycompile.py).
         self.strict = StrictCheck(self.local, self.local_spans) if grammar.name == "python" and self.spans else None
+        self._outer: Document | None = None
+
+    def outer(self) -> "Document":
+        """The same document judged in the top-level statements around the holes (itself where it is)."""
+        if not self.head:
+            return self
+        if self._outer is None:
+            self._outer = Document(self.grammar, self.text, self.holes, nest=False, tree=self.tree)
+        return self._outer
 
     def region_text(self, i: int) -> tuple[str, str]:
         """The judged region's text before and after hole ``i`` (other holes keep their text)."""
         s, e = self.spans[i]
-        return (self.data[self.start : s].decode("utf-8", "surrogatepass"),
+        return ((self.head + self.data[self.start : s]).decode("utf-8", "surrogatepass"),
                 self.data[e : self.end].decode("utf-8", "surrogatepass"))
 
     def apply(self, fills: list[bytes]) -> tuple[bytes, list[tuple[int, int]]]:
@@ -136,6 +198,8 @@ class Document:
     def new_errors(self, fills: list[bytes]) -> tuple[list[ErrorSpan], list[tuple[int, int]]]:
         """Errors of the filled region that the original did not have, and the fill spans (region bytes)."""
         tree, data, spans = self.parse(fills)
+        if self.head and tree.root_node.child_count != 1:  # the fill left the method's block: it is the class's business
+            return self.outer().new_errors(fills)
         # Map each baseline error into the filled document: shift by the growth of earlier holes.
         shifted = []
         for b in self.baseline:

@@ -13,7 +13,7 @@ from infill.protocol import FillRequest, Hole, SamplingOptions
 from infill.sampler import Schedule, Windows, denoise
 from infill.shape import shape_of, strict_shape
 from infill.steering import Lexer
-from infill.syntax import Document, hole_context, truncate_completion
+from infill.syntax import Document, hole_context, offside_end, truncate_completion
 
 
 def cursor(text: str, marker: str = "|") -> tuple[str, int]:
@@ -505,6 +505,42 @@ def test_fills_are_judged_in_the_top_level_nodes_around_the_holes():
     assert Document(g, text, [(end, end)]).local == b"x = 3\n"
     # An unterminated string is caught inside the region even where the whole file would accept it.
     assert not d.valid([b'"""\n'])
+
+
+CLASS = ("import os\n\n\nclass C:\n    x = 1\n\n    def a(self):\n        return 1\n\n    @property\n    def b(self):\n"
+         "        y = 2\n        return y\n\n    def c(self):\n        pass\n")
+
+
+def test_a_hole_in_a_method_is_judged_in_that_method_after_an_if_header():
+    g = grammar("python")
+    at = CLASS.index("y = 2") + 4
+    d = Document(g, CLASS, [(at, at + 1)])
+    assert d.local == b"if 1:\n    @property\n    def b(self):\n        y = 2\n        return y\n\n"
+    assert d.valid([b"3"]) and not d.valid([b"(3"])
+    assert not d.valid([b"3\nz = 1"]) and not d.valid([b"3\n    z = 1"])  # the method's other lines break
+    assert d.region_text(0)[0].startswith("if 1:\n    @property\n")
+    x = CLASS.index("x = 1")  # at the class's own level: the top-level region
+    assert Document(g, CLASS, [(x, x + 5)]).local.startswith(b"class C:")
+
+
+def test_a_fill_that_leaves_the_method_is_judged_in_the_top_level_region():
+    g = grammar("python")
+    end = CLASS.index("return y") + len("return y")
+    d = Document(g, CLASS, [(end, end)])
+    assert d.head
+    assert d.valid([b"\n    z = 1"])  # a class attribute after the method
+    # At column 0 the class ends there, and c() after it is indented for nothing: the method's
+    # region alone would accept it.
+    assert not d.valid([b"\nz = 1"])
+    assert Document(g, CLASS, [(end, end)], nest=False).valid([b"\n    z = 1"])
+
+
+def test_a_methods_region_runs_to_the_next_line_indented_no_deeper_than_its_header():
+    data = b"    def m(self):\n        try:\n            x\n\n        except E:\n            pass\n    def n(self):\n"
+    at = data.index(b"\n\n") + 1  # where a broken tree might end the method: before its except
+    assert offside_end(data, at, 4) == data.index(b"    def n")
+    assert offside_end(data, at, 8) == data.index(b"        except")
+    assert offside_end(b"    def m():\n        pass\n", 26, 4) == 26
 
 
 def test_region_judging_works_for_braced_languages():
