@@ -38,7 +38,7 @@ from typing import NamedTuple
 from .languages import grammar as lookup_grammar
 from .protocol import FillRequest, Hole
 from .pycompile import first_error
-from .syntax import Document, HoleContext, hole_context, openers_needed
+from .syntax import Document, HoleContext, hole_context, levels_with, openers_needed
 from .textpos import indent_width
 
 STATEMENT = "pass"
@@ -162,7 +162,7 @@ def shape_of(request: FillRequest) -> Shape:
     else:
         return _scaffold_shape(doc, ctx, h, end)
     k = statements[0] if statements else next(iter(headers))
-    levels = _levels(doc, ctx.levels, h, " " * k + (STATEMENT if statements else headers[k]) + end)
+    levels = _levels(doc, ctx.levels, " " * k + (STATEMENT if statements else headers[k]) + end)
     # The first line may be a statement or a header wherever one parses; it must be a header
     # (and the opener tells the model so) only where no statement does.
     first = tuple(sorted(set(statements) | set(headers), reverse=True))
@@ -198,7 +198,7 @@ def _opening_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Sha
     else:
         return Shape()
     return Shape(opener=brackets[-1] + end, leaves_open=brackets[:-1], first_indents=tuple(fits), doc=doc,
-                 levels=_levels(doc, None, hole, next(iter(fits.values()))))
+                 levels=_levels(doc, None, next(iter(fits.values()))))
 
 
 def _closing_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Shape:
@@ -255,7 +255,7 @@ def _scaffold_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str, befor
                 scaffold = tuple((w, _scaffold_words(doc, lines, len(body) + j, end)) for j, w in enumerate(widths))
                 scaffold += ((widths[-1] + unit, ()),) if clause else ()
                 return Shape(scaffold=scaffold, scaffold_after_header=ctx.after_colon,
-                             levels=_levels(doc, ctx.levels, hole, stand_in), doc=doc)
+                             levels=_levels(doc, ctx.levels, stand_in), doc=doc)
     return Shape()
 
 
@@ -278,7 +278,7 @@ def _tail_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Shape:
         if doc.valid([stand_in.encode()]):
             scaffold = ((k, _scaffold_words(doc, lines, len(body), end)), (k + unit, ()))
             return Shape(scaffold=scaffold, scaffold_after_header=ctx.after_colon,
-                         levels=_levels(doc, ctx.levels, hole, stand_in), doc=doc)
+                         levels=_levels(doc, ctx.levels, stand_in), doc=doc)
     return Shape(doc=doc)
 
 
@@ -299,13 +299,10 @@ def _clean(doc: Document, stand_in: str) -> bool:
     return not tree.root_node.has_error and first_error(data) is None
 
 
-def _levels(doc: Document, levels: tuple[int, ...] | None, hole: Hole, stand_in: str) -> tuple[int, ...] | None:
+def _levels(doc: Document, levels: tuple[int, ...] | None, stand_in: str) -> tuple[int, ...] | None:
     """The indentation levels at the hole: ``levels`` where the tree told them, else read with a
-    stand-in fill in it."""
-    if levels is not None:
-        return levels
-    text = doc.text[: hole.start] + stand_in + doc.text[hole.end :]
-    return hole_context(Document(doc.grammar, text, [(hole.start, hole.start)]), 0).levels
+    stand-in fill in it (in the judged region: the whole document need not be parsed again)."""
+    return levels if levels is not None else levels_with(doc, stand_in)
 
 
 def strict_shape(shape: Shape) -> Shape:

@@ -19,6 +19,7 @@ Nothing here knows about tokens, tensors or the sampler.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .languages import Grammar, grammar as lookup_grammar
@@ -72,17 +73,21 @@ def judged_region(root, data: bytes, spans: list[tuple[int, int]]) -> tuple[int,
     return (line_start(data, starts[-1]) if starts else 0), (line_end(data, ends[0]) if ends else len(data))
 
 
-# The definitions a method region may be (a method, a nested class, decorated or not).
-_METHODS = ("function_definition", "class_definition", "decorated_definition")
+# The first line of a definition in a class's body (a method, a nested class, or a decorator).
+_DEFINITION = re.compile(rb"[ \t]*(@|def\b|async[ \t]+def\b|class\b)")
 
 
 def method_region(root, data: bytes, spans: list[tuple[int, int]]) -> tuple[int, int] | None:
     """Python: bytes [start, end) of the whole lines of the method (or class) in the body of a
-    top-level class (at any depth of classes) whose body holds every hole, past its first line;
-    None where the holes are not in one (at a top-level class's own level, between two methods).
+    top-level class (at any depth of classes) that holds every hole past its first line; None
+    where the holes are not in one (at a top-level class's own level, between two methods).
 
     A method parses on its own after ``if 1:``; in a file of one large class it is a small part
     of the top-level region, which every judged fill would otherwise reparse and compile whole.
+    The method is the last statement of the class's body that starts before the holes, where its
+    first line starts a definition; it runs to the end of its node or by the offside rule
+    (:func:`offside_end`), whichever is further: a hole often breaks the tree of the method it is
+    in (a body left empty is an ERROR node).
     """
     lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
     node = next((c for c in root.children if c.start_byte <= lo and hi <= c.end_byte), None)
@@ -90,14 +95,17 @@ def method_region(root, data: bytes, spans: list[tuple[int, int]]) -> tuple[int,
     while node is not None:
         definition = node.child_by_field_name("definition") if node.type == "decorated_definition" else node
         body = definition.child_by_field_name("body") if definition is not None and definition.type == "class_definition" else None
-        if body is None:
+        node = next((c for c in reversed(body.children) if c.start_byte < lo), None) if body is not None else None
+        if node is None or line_end(data, node.start_byte) > lo or not _DEFINITION.match(data, line_start(data, node.start_byte)):
             break
-        node = next((c for c in body.children if c.type in _METHODS and line_end(data, c.start_byte) <= lo and hi <= c.end_byte), None)
-        found = node or found
-    if found is None:
-        return None
-    start = line_start(data, found.start_byte)
-    return start, offside_end(data, line_end(data, found.end_byte), found.start_byte - start)
+        start = header = line_start(data, node.start_byte)
+        while data.startswith(b"@", header + node.start_byte - start) and header < lo:  # decorators' lines
+            header = line_end(data, header)
+        end = max(line_end(data, node.end_byte), offside_end(data, line_end(data, header), node.start_byte - start))
+        if end < hi:
+            break
+        found = start, end
+    return found
 
 
 def offside_end(data: bytes, at: int, indent: int) -> int:
@@ -149,6 +157,7 @@ class Document:
         # Python: CPython's compiler judges too, for what tree-sitter lets through (infill/pycompile.py).
         self.strict = StrictCheck(self.local, self.local_spans) if grammar.name == "python" and self.spans else None
         self._outer: Document | None = None
+        self.contexts: dict[int, HoleContext] = {}  # hole_context's, per hole
 
     def outer(self) -> "Document":
         """The same document judged in the top-level statements around the holes (itself where it is)."""
@@ -320,7 +329,14 @@ MAX_LINE_BEFORE = 1000  # bytes of a logical line before a hole inside brackets 
 
 
 def hole_context(doc: Document, i: int) -> HoleContext:
-    """What the steering lexer must know at the start of hole ``i`` of ``doc``."""
+    """What the steering lexer must know at the start of hole ``i`` of ``doc`` (found once per
+    document: in a large file, reading the brackets around a hole is what costs)."""
+    if i not in doc.contexts:
+        doc.contexts[i] = _hole_context(doc, i)
+    return doc.contexts[i]
+
+
+def _hole_context(doc: Document, i: int) -> HoleContext:
     g, data, root = doc.grammar, doc.data, doc.tree.root_node
     s, e = doc.spans[i]
     if _inside_text(g, doc, s):
@@ -388,6 +404,14 @@ def _first_line(data: bytes) -> tuple[int, bool]:
             word = (body.replace(b":", b" ").split() or [b""])[0]
             return indent_width(line), word in _CLAUSES
     return 0, False
+
+
+def levels_with(doc: Document, fill: str) -> tuple[int, ...] | None:
+    """Python: the indentation levels at the start of ``doc``'s one hole with ``fill`` in it (a
+    stand-in that mends the tree there), read in the judged region's tree; None where that tree
+    has an error on the way up."""
+    tree, data, spans = doc.parse([fill.encode("utf-8", "surrogatepass")])
+    return _python_levels(tree.root_node, data, spans[0][0])["levels"]
 
 
 def _python_levels(root, data: bytes, pos: int) -> dict:

@@ -13,7 +13,7 @@ from infill.protocol import FillRequest, Hole, SamplingOptions
 from infill.sampler import Schedule, Windows, denoise
 from infill.shape import shape_of, strict_shape
 from infill.steering import Lexer
-from infill.syntax import Document, hole_context, offside_end, truncate_completion
+from infill.syntax import Document, hole_context, levels_with, offside_end, truncate_completion
 
 
 def cursor(text: str, marker: str = "|") -> tuple[str, int]:
@@ -533,6 +533,27 @@ def test_a_fill_that_leaves_the_method_is_judged_in_the_top_level_region():
     # region alone would accept it.
     assert not d.valid([b"\nz = 1"])
     assert Document(g, CLASS, [(end, end)], nest=False).valid([b"\n    z = 1"])
+
+
+def test_a_method_whose_body_the_hole_emptied_is_still_its_region():
+    g = grammar("python")
+    start, end = CLASS.index("        y = 2"), CLASS.index("\n\n    def c")
+    text = CLASS[:start] + "        " + CLASS[end:]  # b's body cut out: its tree is an error
+    at = start + 8
+    d = Document(g, text, [(at, at)])
+    assert d.local == b"if 1:\n    @property\n    def b(self):\n        \n\n"
+    assert d.valid([b"return 1"]) and not d.valid([b""]) and not d.valid([b"return (1"])
+
+
+def test_levels_with_a_stand_in_are_read_in_the_judged_region_as_in_the_whole_document():
+    g = grammar("python")
+    for hole_text in ("y = 2", "return 1", "x = 1"):
+        at = CLASS.index(hole_text)
+        at = CLASS.rfind("\n", 0, at) + 1  # the line's start, as the engine moves a hole there
+        end = CLASS.index("\n", at) + 1
+        for stand_in in ("        pass\n", "    pass\n", "pass\n"):
+            whole = Document(g, CLASS[:at] + stand_in + CLASS[end:], [(at, at)])
+            assert levels_with(Document(g, CLASS, [(at, end)]), stand_in) == hole_context(whole, 0).levels
 
 
 def test_a_methods_region_runs_to_the_next_line_indented_no_deeper_than_its_header():
