@@ -20,3 +20,7 @@ bench/fetch_validity_sources.sh
 "$INFILL" bench speed --sections constrained --contexts 1024 --windows 64 --repeats 30 --warmup 1 --out $R/speed-cpu-constrained "$@"
 "$INFILL" bench lsp --out $R/lsp-cpu "$@"
 "$INFILL" bench validity javascript go --holes 60 --max-tokens 32 --seed 0 --out $R/validity-cpu "$@"
+# Real Python files, for what the checks cost in them (the standard library is in the training corpus:
+# its fills' quality says nothing; their validity and latency do).
+STDLIB=$("${PYTHON:-.venv/bin/python}" -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')
+"$INFILL" bench validity python --sources "$STDLIB" --holes 400 --max-tokens 32 --seed 1 --out $R/validity-python-stdlib "$@"
