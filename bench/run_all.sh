@@ -19,6 +19,8 @@ bench/fetch_validity_sources.sh
 "$INFILL" bench speed --sections grid,decoding,constrained --contexts 256,1024 --windows 16,32,64 --repeats 5 --warmup 1 --out $R/speed-cpu "$@"
 "$INFILL" bench speed --sections constrained --contexts 1024 --windows 64 --repeats 30 --warmup 1 --out $R/speed-cpu-constrained "$@"
 "$INFILL" bench lsp --out $R/lsp-cpu "$@"
+"$INFILL" bench lsp --context-tokens 0 --out $R/lsp-cpu-whole-files "$@"
+"$INFILL" bench lsp --context-tokens 0 --unconstrained --out $R/lsp-cpu-whole-files-unconstrained "$@"
 "$INFILL" bench validity javascript go --holes 60 --max-tokens 32 --seed 0 --out $R/validity-cpu "$@"
 # Real Python files, for what the checks cost in them (the standard library is in the training corpus:
 # its fills' quality says nothing; their validity and latency do).

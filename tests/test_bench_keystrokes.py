@@ -28,6 +28,18 @@ def test_keystrokes_retype_the_original_text(tiny_model_dir):
     assert 250 <= doc.context_tokens <= 400
 
 
+def test_with_no_context_budget_a_document_is_the_whole_file(tiny_model_dir):
+    tok = Tokenizer.from_file(tiny_model_dir / "tokenizer.json")
+    text = keystrokes.load_sources(["argparse.py"])[0]
+    doc = keystrokes.build_document("file:///x.py", "argparse.py", text, tok, keystrokes=40, context_tokens=0,
+                                    rng=random.Random(1))
+    start = doc.cursor
+    for _ in doc.keys:
+        doc.type_next()
+    assert doc.text.startswith(text[:start]) and doc.text.endswith(text[-2000:])  # the file's start and end
+    assert doc.context_tokens > 10000
+
+
 def test_bench_lsp_one_and_two_documents(tiny_model_dir, tiny_engine, tmp_path):
     out = tmp_path / "run"
     summary = keystrokes.run_keystrokes(tiny_model_dir, documents=[1, 2], out_dir=out, **FAST)

@@ -5,7 +5,9 @@ runs), talks to it with pygls' language client, and simulates people typing:
 
 - each document is a slice of a real standard-library module (``argparse.py`` first) holding about
   ``context_tokens`` tokens of context around the cursor (3/4 before it, 1/4 after, counted with
-  the model's tokenizer); the cursor starts at the end of an indented, empty line in the middle;
+  the model's tokenizer), or with ``context_tokens`` 0 the whole module, as an editor has a file
+  (the engine still reads only its context budget around the cursor, but the syntax checks parse
+  the file); the cursor starts at the end of an indented, empty line in the middle;
 - each keystroke re-types the original file from there: one incremental ``didChange`` of one
   character (Enter is one change of a newline plus the next line's indentation, as editors
   auto-indent), then ``textDocument/inlineCompletion`` at the new cursor (trigger kind Automatic);
@@ -117,7 +119,8 @@ def _keystrokes(text: str, start: int, n: int) -> tuple[list[str], int]:
 def build_document(uri: str, name: str, text: str, tokenizer, *, keystrokes: int, context_tokens: int,
                    rng: random.Random) -> Document | None:
     """A document cut from ``text``: about ``context_tokens`` tokens around an empty indented line in
-    the middle (where typing starts), or None if ``text`` has no line with enough to type after it."""
+    the middle (where typing starts; 0 tokens: the whole file around it), or None if ``text`` has no
+    line with enough to type after it."""
     lines = text.splitlines(keepends=True)
     starts = [0]
     for line in lines:
@@ -131,6 +134,10 @@ def build_document(uri: str, name: str, text: str, tokenizer, *, keystrokes: int
         keys, region_end = _keystrokes(text, start, keystrokes)
         if len(keys) < keystrokes:
             continue
+        if context_tokens <= 0:  # the whole file, as an editor has it
+            prefix, suffix = text[:start], text[region_end:]
+            used = len(tokenizer.encode(prefix)) + len(tokenizer.encode(suffix))
+            return Document(uri=uri, source=name, text=prefix + suffix, cursor=len(prefix), keys=keys, context_tokens=used)
         # Context: whole lines before the cursor until 3/4 of the budget, after the region until 1/4.
         pre_budget = int(context_tokens * PREFIX_SHARE)
         lo, count = i, len(tokenizer.encode(text[starts[i]:start]))
@@ -458,7 +465,9 @@ def run_keystrokes(model_dir: Path | str | None = None, *, documents: int | Sequ
     records = session.pop("records")
     model = _model_info(resolved)
     notes = []
-    if model.get("max_context") and model["max_context"] < context_tokens:
+    if context_tokens <= 0:
+        notes.append("whole files: the engine reads its context budget around the cursor, the syntax checks the file")
+    elif model.get("max_context") and model["max_context"] < context_tokens:
         notes.append(f"the model's context is {model['max_context']} tokens: the server trims the "
                      f"{context_tokens}-token documents to that")
     summary = {
@@ -551,7 +560,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="documents typed at once, one phase per value (default 1,8)")
     parser.add_argument("--keystrokes", type=int, default=60, help="timed keystrokes per document (default 60)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed keystrokes per document first (default 3)")
-    parser.add_argument("--context-tokens", type=int, default=1024, help="tokens of context around the cursor (default 1024)")
+    parser.add_argument("--context-tokens", type=int, default=1024, help="tokens of context around the cursor (default 1024; 0: whole files)")
     parser.add_argument("--max-tokens", type=int, default=32, help="the fill window at the cursor (default 32)")
     parser.add_argument("--debounce-ms", type=int, default=0, help="the server's debounce (default 0)")
     parser.add_argument("--interval-ms", type=float, default=0.0,
