@@ -136,25 +136,30 @@ def build_document(uri: str, name: str, text: str, tokenizer, *, keystrokes: int
             continue
         if context_tokens <= 0:  # the whole file, as an editor has it
             prefix, suffix = text[:start], text[region_end:]
-            used = len(tokenizer.encode(prefix)) + len(tokenizer.encode(suffix))
-            return Document(uri=uri, source=name, text=prefix + suffix, cursor=len(prefix), keys=keys, context_tokens=used)
-        # Context: whole lines before the cursor until 3/4 of the budget, after the region until 1/4.
-        pre_budget = int(context_tokens * PREFIX_SHARE)
-        lo, count = i, len(tokenizer.encode(text[starts[i]:start]))
-        while lo > 0 and count < pre_budget:
-            lo -= 1
-            count += len(tokenizer.encode(lines[lo]))
-        hi, count, suffix_budget = region_end, 0, context_tokens - pre_budget
-        while hi < len(text) and count < suffix_budget:
-            nxt = text.find("\n", hi + 1)
-            nxt = len(text) if nxt < 0 else nxt
-            count += len(tokenizer.encode(text[hi:nxt]))
-            hi = nxt
-        prefix, suffix = text[starts[lo]:start], text[region_end:hi] + "\n"
+        else:
+            prefix, suffix = _around(text, lines, starts, i, start, region_end, tokenizer, context_tokens)
         used = len(tokenizer.encode(prefix)) + len(tokenizer.encode(suffix))
         return Document(uri=uri, source=name, text=prefix + suffix, cursor=len(prefix), keys=keys,
                         context_tokens=used)
     return None
+
+
+def _around(text: str, lines: list[str], starts: list[int], i: int, start: int, region_end: int, tokenizer,
+            context_tokens: int) -> tuple[str, str]:
+    """The text before ``start`` (from line ``i`` back) and after ``region_end``: whole lines until
+    3/4 of ``context_tokens`` before the cursor and 1/4 after the region."""
+    pre_budget = int(context_tokens * PREFIX_SHARE)
+    lo, count = i, len(tokenizer.encode(text[starts[i]:start]))
+    while lo > 0 and count < pre_budget:
+        lo -= 1
+        count += len(tokenizer.encode(lines[lo]))
+    hi, count, suffix_budget = region_end, 0, context_tokens - pre_budget
+    while hi < len(text) and count < suffix_budget:
+        nxt = text.find("\n", hi + 1)
+        nxt = len(text) if nxt < 0 else nxt
+        count += len(tokenizer.encode(text[hi:nxt]))
+        hi = nxt
+    return text[starts[lo]:start], text[region_end:hi] + "\n"
 
 
 def make_documents(n: int, phase: int, tokenizer, *, keystrokes: int, context_tokens: int, seed: int) -> list[Document]:
