@@ -9,10 +9,13 @@
   tokens proposed for the masked slots between (the draft a left-to-right order commits); the
   end of the fill (a pad, or the window's last slot) must be a place where the fill may end,
   and what the fill still must close must fit in the free slots after a token.
-  A refused proposal at a hole's first masked slot is replaced by the model's next best token
-  the lexer allows, in the same walk (one pass over the draft a step); failing those, a Python
-  block header whose brackets are closed takes its ':' (``def f(self)``), and a header's head
-  alone that nothing may continue ends there, where it may (``else`` takes nothing before its ':');
+  A refused proposal at a hole's first masked slot that is the text after the hole (a closer
+  that text needs, a header's head's ':') ends the fill there, where it may end: the model means
+  it to (``f.read(path|)``, not ``f.read(path, pathfile, ...|)``). Another refused proposal there
+  is replaced by the model's next best token the lexer allows, in the same walk (one pass over
+  the draft a step); failing those, a Python block header whose brackets are closed takes its
+  ':' (``def f(self)``), and a header's head alone that nothing may continue ends there, where
+  it may (``else`` takes nothing before its ':');
 - ``remask``: after a full draft, each row's fills are parsed with the top-level statements
   around them (infill/syntax.py; Python's are compiled too, infill/pycompile.py); the slots whose
   token bytes overlap a newly introduced ERROR or MISSING node or SyntaxError are sent back to
@@ -186,11 +189,12 @@ class SyntaxConstraint:
             if rows:
                 picked = torch.tensor(rows, device=candidates.device)
                 ids, masked, prop, asked = (t.index_select(0, picked).tolist() for t in (state.ids, state.masked, proposal, candidates))
+                no_pad = state.no_pad.index_select(0, picked).tolist() if state.no_pad is not None else [[False] * len(m) for m in masked]
                 for i, r in enumerate(rows):
                     draft = list(prop[i])
                     for h, span in enumerate(self.spans[r]):
                         lexer = self._lexer(r, h)
-                        k = None if lexer is None else self._walk(r, h, lexer, span, ids[i], masked[i], draft, asked[i], alternatives)
+                        k = None if lexer is None else self._walk(r, h, lexer, span, ids[i], masked[i], draft, asked[i], no_pad[i], alternatives)
                         if k is not None:
                             refuse[r, k] = True
                     if draft != prop[i]:
@@ -208,10 +212,11 @@ class SyntaxConstraint:
         return lexers[h] if h < len(lexers) else None
 
     def _walk(self, r: int, h: int, lexer: Lexer, span: tuple[int, int], ids: list[int], masked: list[bool],
-              draft: list[int], asked: list[bool], alternatives) -> int | None:
+              draft: list[int], asked: list[bool], no_pad: list[bool], alternatives) -> int | None:
         """Walk the draft of hole h (window range ``span`` of row r: committed tokens, and
         ``draft`` at masked slots) over its first LOOKAHEAD masked slots (see steer; a
-        replacement is written into ``draft``). Returns the first slot refused; None if none is."""
+        replacement is written into ``draft``; ``no_pad``: slots that may not end the fill).
+        Returns the first slot refused; None if none is."""
         a, b = span
         first = next((k for k in range(a, b) if masked[k]), None)
         if first is None or not any(asked[first:b]) or self.pad_id in ids[a:first]:
@@ -225,10 +230,12 @@ class SyntaxConstraint:
             room = b - k - 1 if k >= free_from else None
             if masked[k] and asked[k] and not self._may_take(lexer, st, tok, room):
                 options = alternatives(r, k) if alternatives is not None and k == first else ()
-                tok = self._first_allowed(lexer, st, options, room)
+                may_end = k == first and room is not None and not no_pad[k]
+                ends = self._end_signal(lexer, tok) if may_end else []
+                tok = self._first_allowed(lexer, st, [*ends, *options], room)
                 if tok is None and k == first:  # a header's ':' the model ranks low; a head nothing ranked may go on ends
                     forced = self._lead_tokens([":"]) if lexer.owes_colon(st) else []
-                    forced += [self.pad_id] if room is not None and lexer.ctx.head_only else []
+                    forced += [self.pad_id] if may_end and lexer.ctx.head_only else []
                     tok = self._first_allowed(lexer, st, forced, room)
                 if tok is None:
                     return k
@@ -238,6 +245,22 @@ class SyntaxConstraint:
                 return None
             st = lexer.feed(st, self._token_text(tok))[0]
         return None
+
+    def _end_signal(self, lexer: Lexer, tok: int) -> list[int]:
+        """The tokens that end the fill where the model's refused proposal ``tok`` is the text that
+        follows the hole: a closer that text needs (``f.read(|)``: the model proposes ')' after
+        ``path``), or the ':' after a header's head alone (``head_only``: ``if x|`` with ':'). The
+        model means the fill to end there; the next best tokens would only run on past it
+        (``path, pathfile, ...``). The pad, or first the closers before that ':' (the ')' of '):')."""
+        nxt, text = lexer.ctx.next_char, self._token_text(tok).lstrip(" ")
+        if nxt in lexer.closers and text.startswith(nxt):
+            return [self.pad_id]
+        if nxt != ":" or not lexer.ctx.head_only:
+            return []
+        at = text.find(":")
+        if at < 0 or text.startswith(":=", at) or text[:at].strip(" " + "".join(lexer.closers)):
+            return []
+        return self._lead_tokens([text[:at]]) if at else [self.pad_id]
 
     def _may_take(self, lexer: Lexer, st: LexState, tok: int, room: int | None) -> bool:
         """May a slot after the state ``st`` take token ``tok``? ``room``: how many free slots of

@@ -291,7 +291,7 @@ def test_a_python_fill_may_not_end_its_line_certainly_wrong():
     assert lx.can_end(lx.feed(lx.start, "x + 1")[0])
 
 def test_steering_judges_the_draft_left_to_right_from_the_first_masked_slot():
-    c = constraint_for(request("y = foo(a, |)\n"))
+    c = constraint_for(request("y = [a, |]\n"))
     state = windows([[TOK["b"], MASK, MASK, MASK]], [[False, True, True, True]])
     proposal = torch.tensor([[TOK["b"], TOK[")"], TOK[")"], PAD]])
     allowed = c.steer(state, proposal, state.masked.clone())[1]
@@ -307,7 +307,7 @@ def test_steering_judges_the_draft_left_to_right_from_the_first_masked_slot():
 
 
 def test_steering_replaces_a_refused_first_proposal_by_the_first_alternative_it_allows_and_walks_on():
-    c = constraint_for(request("y = foo(a, |)\n"))
+    c = constraint_for(request("y = [a, |]\n"))
     state = windows([[TOK["b"], MASK, MASK, MASK]], [[False, True, True, True]])
     proposal = torch.tensor([[TOK["b"], TOK[")"], TOK[")"], PAD]])
     asked = []
@@ -323,6 +323,28 @@ def test_steering_replaces_a_refused_first_proposal_by_the_first_alternative_it_
     assert allowed.tolist() == [[False, True, False, True]]
     tokens, allowed = c.steer(state, proposal, state.masked.clone(), lambda r, k: [TOK[")"]])
     assert tokens.tolist() == proposal.tolist() and allowed.tolist() == [[False, False, True, True]]
+
+
+def test_a_refused_proposal_of_the_closer_the_text_after_the_hole_needs_ends_the_fill():
+    # 'foo(a, b|)': the model proposes the ')' that follows the hole; the fill ends there rather
+    # than run on with the next best token it is allowed ('foo(a, bx...')
+    c = constraint_for(request("y = foo(a, |)\n"))
+    state = windows([[TOK["b"], MASK, MASK, MASK]], [[False, True, True, True]])
+    proposal = torch.tensor([[TOK["b"], TOK[")"], TOK[")"], PAD]])
+    tokens, allowed = c.steer(state, proposal, state.masked.clone(), lambda r, k: [TOK["x"], TOK["b"]])
+    assert tokens.tolist() == [[TOK["b"], PAD, TOK[")"], PAD]] and allowed.tolist() == [[False, True, True, True]]
+    # not where it may not end yet (its own '(' is open: that ')' is its own), nor before a hole's
+    # least number of tokens, nor for a closer the text after the hole does not start with
+    state = windows([[TOK["("], MASK, MASK, MASK]], [[False, True, True, True]])
+    assert c.steer(state, torch.tensor([[PAD, TOK[")"], PAD, PAD]]), state.masked.clone(), None)[0][0, 1] == TOK[")"]
+    state = windows([[TOK["b"], MASK, MASK, MASK]], [[False, True, True, True]])
+    state.no_pad = torch.tensor([[True, True, False, False]])
+    tokens, _ = c.steer(state, proposal, state.masked.clone(), lambda r, k: [TOK["x"]])
+    assert tokens[0, 1] == TOK["x"]
+    c = constraint_for(request("y = [foo(a, |)]\n"))
+    state = windows([[TOK["b"], MASK, MASK, MASK]], [[False, True, True, True]])
+    tokens, _ = c.steer(state, torch.tensor([[TOK["b"], TOK["]"], PAD, PAD]]), state.masked.clone(), lambda r, k: [TOK["x"]])
+    assert tokens[0, 1] == TOK["x"]
 
 
 def test_steering_keeps_room_in_the_window_for_what_the_fill_must_close():
@@ -586,6 +608,21 @@ def test_a_headers_head_that_nothing_the_model_ranks_may_go_on_ends_there(list_t
     state = windows([[indent, tok.vocab.index("if"), MASK, MASK]], [[False, False, True, True]])
     tokens, allowed = c.steer(state, proposal, state.masked.clone(), lambda r, k: [space])
     assert tokens[0, 2] == x and allowed[0, 2]  # 'if x' goes on
+
+
+def test_a_headers_head_alone_ends_where_the_model_proposes_its_colon(list_tokenizer):
+    tok = list_tokenizer(["<pad>", "<mask>", "<eos>", "    ", "if", " x", ":\n", " and", "):"])
+    req = request("def f(x):\n    if x:\n        return 1\n|\n        return 2\n", window=5)
+    shape = strict_shape(shape_of(req))  # a retry's: a header's head alone, its ':' after the hole
+    c = for_chunk([req], [0], torch.zeros(1, 5, dtype=torch.long), tok, 0, 1, [shape])
+    indent, word, x, colon, also = (tok.vocab.index(t) for t in ("    ", "if", " x", ":\n", " and"))
+    state = windows([[indent, word, x, MASK, MASK]], [[False, False, False, True, True]])
+    # its own ':' is refused (the one after the hole ends the head); the head ends there, not with ' and'
+    tokens, allowed = c.steer(state, torch.tensor([[indent, word, x, colon, x]]), state.masked.clone(), lambda r, k: [also])
+    assert tokens[0, 3] == PAD and allowed[0, 3]
+    state = windows([[indent, word, MASK, MASK, MASK]], [[False, False, True, True, True]])
+    tokens, allowed = c.steer(state, torch.tensor([[indent, word, colon, x, x]]), state.masked.clone(), lambda r, k: [x])
+    assert tokens[0, 2] == x  # 'if' alone may not end: its next best goes on
 
 
 def test_inside_brackets_steering_reads_the_logical_line_from_its_outermost_brackets_line():
