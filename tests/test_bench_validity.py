@@ -103,6 +103,27 @@ def test_hole_choice_is_deterministic(sources):
             assert h.original[:h.start].endswith(("\n", " ", "\t")) and h.original[h.end] == "\n"
 
 
+def test_inside_holes_are_what_a_pair_of_brackets_on_the_line_holds(sources):
+    files, _ = validity.load_sources(sources / "javascript", "javascript", 10, 0)
+    cuts = validity.cut_holes(files, 6, seed=0, kinds=["inside"], language="javascript")
+    assert len(cuts) == 6 and {c.kind for c in cuts} == {"inside"}
+    for c in cuts:  # the opener before the hole, its closer right after it, on one line
+        assert c.reference and "\n" not in c.reference
+        opener, closer = c.original[c.start - 1], c.original[c.end]
+        assert (opener, closer) in {("(", ")"), ("[", "]"), ("{", "}")}, (c.path, c.line, c.reference)
+    assert validity.cut_holes(files, 6, seed=0, kinds=["inside"], language="javascript") == cuts
+    with pytest.raises(InputError):
+        validity.cut_holes(files, 6, seed=0, kinds=["inside"])  # which grammar finds the brackets?
+
+
+def test_edit_similarity_is_twice_the_common_subsequence_over_the_lengths():
+    assert validity.lcs_length("path, pathfile", "path") == 4
+    assert validity.lcs_length("abcbdab", "bdcaba") == 4  # the textbook pair
+    assert validity.edit_similarity("path", "path") == 1.0 and validity.edit_similarity("", "") == 1.0
+    assert validity.edit_similarity("path, pathfile", "path") == pytest.approx(2 * 4 / 18)
+    assert validity.edit_similarity("xyz", "abc") == 0.0
+
+
 def test_judge_agrees_with_tree_sitter(sources):
     files, _ = validity.load_sources(sources / "go", "go", 10, 0)
     text = files[0][1]

@@ -9,11 +9,15 @@ Holes: the source files (by the language's extensions, minified and ``testdata``
 are shuffled with ``seed`` and the first ``max_files`` that parse with no ERROR or MISSING node
 are kept; their code lines (not blank, not comment-only, with a letter or digit, at most 200
 characters) are pooled, so files weigh by their size, and ``holes`` of them are drawn with the
-same seed. Each drawn line becomes one hole, alternately of two kinds, as in the quality
-benchmark's single-line tasks:
+same seed. Each drawn line becomes one hole, of the kinds asked for in turn (by default the
+first two, as in the quality benchmark's single-line tasks):
 
 - ``line``: the whole statement line after its indentation (the newline stays);
-- ``rest``: the rest of the line after a cursor drawn inside it.
+- ``rest``: the rest of the line after a cursor drawn inside it;
+- ``inside`` (on request, ``--kinds``): what a pair of brackets on the line holds (a call's
+  arguments, a subscript, a list), its closer and the rest of the line kept, as an editor that
+  closes brackets as they are typed has them at a cursor after the opener (drawn from the lines
+  that hold such a pair).
 
 The request is the file with the hole's text removed and an insertion hole of ``max_tokens``
 at the cut. Every hole is filled twice, constrained and unconstrained (the same batches, run
@@ -53,12 +57,14 @@ from infill.errors import InfillError, InputError
 from infill.languages import grammar as lookup_grammar, spec_for
 from infill.protocol import FillRequest, FillResult, Hole, Policy, SamplingOptions
 from infill.syntax import error_spans
+from infill.textpos import byte_to_str, str_to_byte
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SOURCES = REPO_ROOT / "bench" / "sources"
 DEFAULT_LANGUAGES = ("javascript", "go")
-KINDS = ("line", "rest")
+KINDS = ("line", "rest", "inside")
+DEFAULT_KINDS = ("line", "rest")
 MAX_LINE_CHARS = 200
 MAX_FILE_BYTES = 200_000
 _COMMENT_STARTS = ("//", "/*", "*", "#")
@@ -179,28 +185,84 @@ def _code_lines(text: str) -> list[tuple[int, int, int]]:
     return out
 
 
-def cut_holes(files: Sequence[tuple[str, str]], n: int, seed: int, kinds: Sequence[str] = KINDS) -> list[Cut]:
-    """``n`` holes drawn (with ``seed``) from the pooled code lines of ``files``, in file order."""
+def _bracket_contents(grammar, text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The str spans of what each pair of brackets within ``text[start:end]`` (one line) holds,
+    where it holds something: nodes whose first and last children are an opener and its closer."""
+    data = text.encode("utf-8", "surrogatepass")
+    lo, hi = str_to_byte(text, start), str_to_byte(text, end)
+    pairs = grammar.spec.brackets
+    out, todo = [], [grammar.parse(data).root_node.descendant_for_byte_range(lo, hi)]
+    while todo:
+        node = todo.pop()
+        kids = node.children
+        todo.extend(k for k in kids if k.start_byte < hi and k.end_byte > lo)
+        if (len(kids) >= 3 and lo <= node.start_byte and node.end_byte <= hi and kids[0].type in pairs
+                and kids[-1].type == pairs[kids[0].type] and kids[-1].start_byte > kids[0].end_byte):
+            out.append((byte_to_str(data, kids[0].end_byte), byte_to_str(data, kids[-1].start_byte)))
+    return sorted(out)
+
+
+def cut_holes(files: Sequence[tuple[str, str]], n: int, seed: int, kinds: Sequence[str] = DEFAULT_KINDS,
+              language: str | None = None) -> list[Cut]:
+    """``n`` holes drawn (with ``seed``) from the pooled code lines of ``files``, in file order.
+    ``language`` (the files'): needed for ``inside`` holes, which the files' trees find."""
     if not kinds or any(k not in KINDS for k in kinds):
         raise InputError(f"hole kinds must be among {', '.join(KINDS)}")
+    grammar = lookup_grammar(language) if language else None
+    if "inside" in kinds and grammar is None:
+        raise InputError("inside holes need the files' language and its grammar")
     pool = [(f, ln, s, e) for f, (_, text) in enumerate(files) for ln, s, e in _code_lines(text)]
     rng = random.Random(seed)
     picks = rng.sample(range(len(pool)), min(n, len(pool)))
+    # An inside hole whose line holds no pair of brackets takes the next line of these that does.
+    spare = iter(random.Random(seed + 1).sample(range(len(pool)), len(pool)) if "inside" in kinds else ())
+    used = set(picks)
     cuts = []
     for j, p in enumerate(picks):
-        f, ln, s, e = pool[p]
         kind = kinds[j % len(kinds)]
-        if kind == "rest" and e - s >= 2:
+        inside = _bracket_contents(grammar, files[pool[p][0]][1], *pool[p][2:]) if kind == "inside" else []
+        while kind == "inside" and not inside and (p := next(spare, None)) is not None:
+            if p not in used:
+                inside = _bracket_contents(grammar, files[pool[p][0]][1], *pool[p][2:])
+        if kind == "inside" and not inside:
+            raise InputError("no line of the sources holds a pair of brackets")
+        used.add(p)
+        f, ln, s, e = pool[p]
+        path, text = files[f]
+        if inside:
+            s, e = rng.choice(inside)
+        elif kind == "rest" and e - s >= 2:
             s = rng.randrange(s + 1, e)
         elif kind == "rest":
             kind = "line"
-        path, text = files[f]
         cuts.append(Cut(path, text, s, e, kind, ln))
     cuts.sort(key=lambda c: (c.path, c.start))
     return cuts
 
 
 # --- judging --------------------------------------------------------------------------------------
+
+
+def lcs_length(a: str, b: str) -> int:
+    """The length of the longest common subsequence of ``a`` and ``b`` (bit-parallel, Hyyrö 2004:
+    one pass over ``b`` with ``a``'s positions as the bits of an integer)."""
+    masks: dict[str, int] = {}
+    for i, c in enumerate(a):
+        masks[c] = masks.get(c, 0) | 1 << i
+    full = (1 << len(a)) - 1
+    v = full
+    for c in b:
+        u = v & masks.get(c, 0)
+        v = ((v + u) | (v - u)) & full
+    return len(a) - v.bit_count()
+
+
+def edit_similarity(fill: str, reference: str) -> float:
+    """1 - indel distance / total length, i.e. 2 x LCS / (len(fill) + len(reference)), in [0, 1]:
+    how close a fill is to the code it replaces, as code completion benchmarks score fills
+    (rapidfuzz's ``fuzz.ratio`` / 100); 1.0 for two empty strings."""
+    total = len(fill) + len(reference)
+    return 2 * lcs_length(fill, reference) / total if total else 1.0
 
 
 def judge(language: str, cut: Cut, fill: str) -> dict:
@@ -242,6 +304,7 @@ def _record(language: str, i: int, cut: Cut, mode: str, result: FillResult | Inf
         "engine_valid": result.fills[0].valid if ok else None,
         "exact": ok and fill == cut.reference,
         "exact_stripped": ok and fill.strip() == cut.reference.strip(),
+        "edit_similarity": round(edit_similarity(fill.strip(), cut.reference.strip()), 4) if ok else None,
         "fill_chars": len(fill),
         "reference_chars": len(cut.reference),
         "latency_ms": round(result.timings.total_ms, 3) if ok else None,
@@ -265,6 +328,7 @@ def _mode_metrics(records: list[dict], seconds: float) -> dict:
         "engine_validity": _mean([r["engine_valid"] for r in ok if r["engine_valid"] is not None]),
         "exact_match": _mean([r["exact"] for r in records]),
         "exact_match_stripped": _mean([r["exact_stripped"] for r in records]),
+        "edit_similarity": _mean([r["edit_similarity"] for r in ok]),
         "mean_latency_ms": _mean([r["latency_ms"] for r in ok]),
         "mean_constrain_ms": _mean([r["constrain_ms"] for r in ok]),
         "mean_fill_chars": _mean([r["fill_chars"] for r in ok]),
@@ -272,7 +336,8 @@ def _mode_metrics(records: list[dict], seconds: float) -> dict:
         "engine_errors": len(records) - len(ok),
         "wall_s": round(seconds, 3),
         "by_kind": {k: {"holes": len(rs), "validity": _mean([r["valid"] for r in rs]),
-                        "exact_match": _mean([r["exact"] for r in rs])}
+                        "exact_match": _mean([r["exact"] for r in rs]),
+                        "edit_similarity": _mean([r["edit_similarity"] for r in rs])}
                     for k in KINDS if (rs := [r for r in ok if r["kind"] == k])},
     }
 
@@ -295,7 +360,7 @@ def _digest(files: Sequence[tuple[str, str]]) -> str:
 def run_validity(engine: FillEngine, *, language: str, sources: Path | str | None = None, holes: int = 200,
                  max_tokens: int = 32, seed: int = 0, options: SamplingOptions = SamplingOptions(),
                  out_dir: Path | str | None = None, max_files: int = 200, batch_size: int = 8,
-                 kinds: Sequence[str] = KINDS, progress: bool = True) -> dict:
+                 kinds: Sequence[str] = DEFAULT_KINDS, progress: bool = True) -> dict:
     """Cut ``holes`` holes from ``language`` files under ``sources``, fill each constrained and
     unconstrained, judge, and write ``results.jsonl`` and ``summary.json`` to ``out_dir``.
 
@@ -307,7 +372,7 @@ def run_validity(engine: FillEngine, *, language: str, sources: Path | str | Non
         raise InputError("holes, batch size and max files must be at least 1")
     root = source_dir(sources or DEFAULT_SOURCES, language)
     files, file_stats = load_sources(root, language, max_files, seed)
-    cuts = cut_holes(files, holes, seed, kinds)
+    cuts = cut_holes(files, holes, seed, kinds, language)
     modes = {"constrained": msgspec.structs.replace(options, constrained=True),
              "unconstrained": msgspec.structs.replace(options, constrained=False)}
     requests = {m: [c.request(language, max_tokens, o) for c in cuts] for m, o in modes.items()}
@@ -383,7 +448,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "filled by bench/fetch_validity_sources.sh)")
     parser.add_argument("--holes", type=int, default=200, help="holes per language (default 200)")
     parser.add_argument("--max-tokens", type=int, default=32, help="fill window of each hole (default 32)")
-    parser.add_argument("--kinds", type=_kinds, default=list(KINDS), help="hole kinds, alternating (default: line,rest)")
+    parser.add_argument("--kinds", type=_kinds, default=list(DEFAULT_KINDS),
+                        help=f"hole kinds, in turn, among {','.join(KINDS)} (default: {','.join(DEFAULT_KINDS)})")
     parser.add_argument("--max-files", type=int, default=200, help="clean files per language to draw holes from")
     parser.add_argument("--seed", type=int, default=0, help="seed of the file order and the hole cuts")
     parser.add_argument("--batch-size", type=int, default=8, help="requests per engine.fill_batch call")
@@ -427,7 +493,7 @@ def print_summary(summaries: list[dict] | dict, console: Console | None = None) 
     model = summaries[0]["model"] if summaries else "?"
     table = Table(title=f"syntax validity of fills · {model}")
     for name, justify in [("language", "left"), ("holes", "right"), ("constrained", "left"), ("valid", "right"),
-                          ("valid (cut)", "right"), ("exact", "right"), ("exact (strip)", "right"),
+                          ("valid (cut)", "right"), ("exact", "right"), ("exact (strip)", "right"), ("similar", "right"),
                           ("ms", "right"), ("empty", "right")]:
         table.add_column(name, justify=justify)
     for s in summaries:
@@ -435,7 +501,8 @@ def print_summary(summaries: list[dict] | dict, console: Console | None = None) 
             m = s["metrics"][mode]
             table.add_row(s["language"] if mode == "constrained" else "", str(s["n_holes"]) if mode == "constrained" else "",
                           "yes" if mode == "constrained" else "no", _pct(m["validity"]), _pct(m["validity_cut"]), _pct(m["exact_match"]),
-                          _pct(m["exact_match_stripped"]), _ms(m["mean_latency_ms"]), str(m["empty_fills"]),
+                          _pct(m["exact_match_stripped"]), _pct(m["edit_similarity"]), _ms(m["mean_latency_ms"]),
+                          str(m["empty_fills"]),
                           end_section=mode == "unconstrained")
     console.print(table)
     for s in summaries:
