@@ -28,6 +28,7 @@ from .context_cache import SegmentCache
 from .errors import InfillError, ModelLoadError, RequestError
 from .model import DiffusionLM, load_model, read_config
 from .protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
+from .repeats import cut_repeats
 from .sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, denoise_steps
 from .shape import Shape, first_round_shape, shape_of, strict_shape
 from .tokenizer import Tokenizer
@@ -497,7 +498,11 @@ class Engine:
         for r in range(R):
             fills, score, filled = self.decode_row(ids[r], logprob[r], hole[r], len(prepared[rows[r]].windows))
             req = prepared[rows[r]].request
-            fills = [msgspec.structs.replace(f, text=join_line_break(f.text, req.text[h.end :])) for f, h in zip(fills, req.holes)]
+            # A fill that loops (a line again, or the lines after the hole) is cut where it starts to.
+            ran_out = [bool((ids[r][hole[r] == h] != cfg.pad_id).all()) for h in range(len(fills))]
+            fills = [msgspec.structs.replace(f, text=join_line_break(cut_repeats(f.text, req.text[: h.start], req.text[h.end :], out),
+                                                                     req.text[h.end :]))
+                     for f, h, out in zip(fills, req.holes, ran_out)]
             if syntax is not None and syntax.checks[r] is not None:
                 fills = self._finish_syntax(syntax, r, req, fills)
             # Syntax-valid candidates first, then ones with code in every hole (a blank fill is

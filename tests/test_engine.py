@@ -172,12 +172,25 @@ def test_a_fill_no_prefix_of_which_parses_is_cut_and_closed(tiny_engine, monkeyp
     from infill.protocol import Fill
 
     text = "def f():\n    y = {\n        'a': 1,\n"  # the '{' is the fill's to close
-    looping = "        'b': 2,\n        'b': 2,\n        'b"  # a loop the window ended
+    looping = "        'b': 2,\n        'c': 3,\n        'd"  # a fill the window ended mid-entry
     real = tiny_engine.decode_row
     monkeypatch.setattr(tiny_engine, "decode_row", lambda *a: ([Fill(text=looping, score=0.0)], *real(*a)[1:]))
     req = FillRequest(text=text, holes=[Hole(len(text), len(text), 16, min_tokens=1)], language="python", options=SamplingOptions(candidates=1))
     r = tiny_engine.fill(req)
-    assert r.fills[0].text == "        'b': 2,\n        'b': 2,\n        }\n" and r.fills[0].valid is True
+    assert r.fills[0].text == "        'b': 2,\n        'c': 3,\n        }\n" and r.fills[0].valid is True
+
+
+@pytest.mark.parametrize("constrained", [True, False])
+def test_a_fill_that_loops_is_cut_where_it_starts_to(tiny_engine, monkeypatch, constrained):
+    from infill.protocol import Fill
+
+    text = "def f(x):\n    \n    return x\n"  # the hole after the empty line's indentation
+    looping = "    x = 1\n    x = 1\n    x"  # the same line again, and again where the window ran out
+    real = tiny_engine.decode_row
+    monkeypatch.setattr(tiny_engine, "decode_row", lambda *a: ([Fill(text=looping, score=0.0)], *real(*a)[1:]))
+    r = tiny_engine.fill(FillRequest(text=text, holes=[Hole(14, 14, 16)], language="python",
+                                     options=SamplingOptions(candidates=1, constrained=constrained)))
+    assert r.fills[0].text == "x = 1" and r.fills[0].valid is (True if constrained else None)
 
 
 def test_cutting_back_skips_the_prefixes_that_hold_the_first_error(tiny_engine, monkeypatch):

@@ -1,0 +1,70 @@
+"""Fills that loop: a line written again right after itself, or the lines that follow the hole.
+
+A small model that has run out of things to say writes the same line again (``x = 1`` three
+times) or copies the text after the hole into the fill (the next line, then the hole's end
+again). A line identical to the one before it is almost never what code says twice, and a fill
+that ends with the lines after the hole says them twice; the copies are cut off here:
+
+- :func:`cut_repeats` keeps a fill up to the first line that repeats the non-blank line before
+  it (indentation included), or, where the window ran out mid-line, a last line that is the
+  start of the line before it; then drops the fill's last lines where they are the lines that
+  follow the hole (``return x`` before a hole whose next line is ``return x``).
+
+Pure text functions: no tokens, no grammar (the engine judges a cut fill's syntax afterwards,
+as any other), and nothing else about a fill's content is judged here.
+"""
+
+from __future__ import annotations
+
+
+def cut_repeats(fill: str, before: str, after: str, cut_off: bool = False) -> str:
+    """``fill`` without the lines that repeat the line before them or the text after the hole.
+
+    ``before`` / ``after``: the text around the hole (only the hole's own line before it and the
+    lines after it are read); ``cut_off``: the fill ran to its window's end (its last line may be
+    a repeat cut short).
+    """
+    head = before[before.rfind("\n") + 1 :]
+    nl = after.find("\n")
+    tail, rest = (after, "") if nl < 0 else (after[:nl], after[nl + 1 :])
+    fill = _cut_loop(fill, head, tail, cut_off)
+    return _cut_copy(fill, head, tail, rest)
+
+
+def _lines(fill: str, head: str, tail: str) -> list[str]:
+    """The lines the fill writes, whole: its first goes on from ``head``, its last into ``tail``."""
+    lines = fill.split("\n")
+    lines[0] = head + lines[0]
+    lines[-1] += tail
+    return lines
+
+
+def _cut_loop(fill: str, head: str, tail: str, cut_off: bool) -> str:
+    """The fill up to the first of its lines that repeats the non-blank line before it."""
+    lines, segments = _lines(fill, head, tail), fill.split("\n")
+    prev = None
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        if i == len(lines) - 1 and tail.strip():
+            break  # the line goes on with the text after the hole: cutting it would break that line
+        if prev is not None and (line.rstrip() == prev or (i == len(lines) - 1 and cut_off and prev.startswith(line))):
+            return "\n".join(segments[:i]) + "\n"
+        prev = line.rstrip()
+    return fill
+
+
+def _cut_copy(fill: str, head: str, tail: str, rest: str) -> str:
+    """The fill without its last lines where they are the first lines after the hole's line (only
+    where the fill ends that line, and never the part of its first line that ``head`` began)."""
+    if tail.strip():
+        return fill
+    lines, segments = _lines(fill, head, tail), fill.split("\n")
+    following = [line.rstrip() for line in rest.split("\n") if line.strip()]
+    first = 0 if not head.strip() else 1  # the first line the fill wrote whole
+    for m in range(len(lines) - first, 0, -1):
+        copied = [line.rstrip() for line in lines[len(lines) - m :] if line.strip()]
+        if copied and copied == following[: len(copied)]:
+            kept = segments[: len(segments) - m]
+            return "\n".join(kept) + "\n" if kept else ""
+    return fill
