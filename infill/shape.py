@@ -134,6 +134,13 @@ def shape_of(request: FillRequest) -> Shape:
     else:
         return Shape()
     doc = Document(g, text, [(h.start, h.end)])
+    shape = _shape_in(doc, h, end)
+    return shape if shape.doc is not None else replace(shape, doc=doc)  # the syntax checks reuse its parse
+
+
+def _shape_in(doc: Document, h: Hole, end: str) -> Shape:
+    """shape_of's shape of the one hole ``h`` of ``doc``; ``end``: what a stand-in ends with."""
+    text = doc.text
     ctx = hole_context(doc, 0)
     if ctx.in_text:
         return Shape()

@@ -75,6 +75,16 @@ def test_no_shape_where_stand_ins_cannot_tell(doc, language, constrained):
     assert shape_of(request(doc, language, constrained)) == Shape()
 
 
+def test_the_syntax_checks_reuse_the_document_shape_finding_parsed(monkeypatch):
+    from infill import constraints
+
+    req = request("def f(xs):\n    t = 0\n|")  # nothing after the hole: no shape, but a parsed document
+    shape = shape_of(req)
+    assert shape == Shape() and shape.doc is not None
+    monkeypatch.setattr(constraints, "Document", lambda *a, **k: pytest.fail("the document was parsed again"))
+    assert constraints.RequestCheck(req, shape).doc is shape.doc
+
+
 def test_the_steering_lexer_reads_the_opener_and_the_first_lines_widths():
     req = request("def f(xs):\n    t = 0\n|        t += x\n    return t\n")
     shape = shape_of(req)
