@@ -265,6 +265,12 @@ def merge_retry(first: FillResult, retry: FillResult) -> FillResult:
     return FillResult(fills=fills, timings=timings, model=first.model)
 
 
+def _worth(fills: list[Fill]) -> tuple[bool, bool]:
+    """How a candidate ranks before its score: syntax-valid ones first, then ones with code in
+    every hole (a blank fill is no suggestion)."""
+    return fills[0].valid is True, all(f.text.strip() for f in fills)
+
+
 @dataclass
 class _Layout:
     """Candidate rows of a chunk: which request each row fills, and where everything sits."""
@@ -498,16 +504,20 @@ class Engine:
         for r in range(R):
             fills, score, filled = self.decode_row(ids[r], logprob[r], hole[r], len(prepared[rows[r]].windows))
             req = prepared[rows[r]].request
-            # A fill that loops (a line again, or the lines after the hole) is cut where it starts to.
+            # A fill that loops (a line again, or the lines after the hole) is cut where it starts to,
+            # unless only the whole of it can be made valid (the header a loop ran into).
             ran_out = [bool((ids[r][hole[r] == h] != cfg.pad_id).all()) for h in range(len(fills))]
-            fills = [msgspec.structs.replace(f, text=join_line_break(cut_repeats(f.text, req.text[: h.start], req.text[h.end :], out),
-                                                                     req.text[h.end :]))
-                     for f, h, out in zip(fills, req.holes, ran_out)]
+            afters = [req.text[h.end :] for h in req.holes]
+            cut = [msgspec.structs.replace(f, text=join_line_break(cut_repeats(f.text, req.text[: h.start], after, out), after))
+                   for f, h, after, out in zip(fills, req.holes, afters, ran_out)]
+            fills = [msgspec.structs.replace(f, text=join_line_break(f.text, after)) for f, after in zip(fills, afters)]
             if syntax is not None and syntax.checks[r] is not None:
-                fills = self._finish_syntax(syntax, r, req, fills)
-            # Syntax-valid candidates first, then ones with code in every hole (a blank fill is
-            # no suggestion), then by score.
-            key = (fills[0].valid is True, all(f.text.strip() for f in fills), score)
+                whole, fills = fills, self._finish_syntax(syntax, r, req, cut)
+                if cut != whole and _worth(fills) < (True, True):
+                    fills = max((fills, self._finish_syntax(syntax, r, req, whole)), key=_worth)
+            else:
+                fills = cut
+            key = (*_worth(fills), score)
             if rows[r] not in best or key > best[rows[r]][0]:
                 best[rows[r]] = (key, fills, filled)
         total_ms = (time.perf_counter() - t_start) * 1000

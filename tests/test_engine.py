@@ -8,6 +8,7 @@ import math
 import msgspec
 import pytest
 
+import infill.engine as engine_module
 from infill.engine import Engine, EngineConfig, budget_split, candidate_plan, join_line_break, segment_texts, validate
 from infill.errors import InfillError, RequestError
 from infill.holes import find_holes
@@ -191,6 +192,19 @@ def test_a_fill_that_loops_is_cut_where_it_starts_to(tiny_engine, monkeypatch, c
     r = tiny_engine.fill(FillRequest(text=text, holes=[Hole(14, 14, 16)], language="python",
                                      options=SamplingOptions(candidates=1, constrained=constrained)))
     assert r.fills[0].text == "x = 1" and r.fills[0].valid is (True if constrained else None)
+
+
+def test_a_loop_is_kept_where_only_the_whole_fill_can_be_valid(tiny_engine, monkeypatch):
+    from infill.protocol import Fill
+
+    text = "def f(x):\n    y = 2\n    \n    return y\n"
+    whole = "    x = 1\n    x = 1\n"
+    real = tiny_engine.decode_row
+    monkeypatch.setattr(tiny_engine, "decode_row", lambda *a: ([Fill(text=whole, score=0.0)], *real(*a)[1:]))
+    # a cut that cutting back can only make blank (or leave invalid): the whole fill is kept
+    monkeypatch.setattr(engine_module, "cut_repeats", lambda fill, *a: "    )\n")
+    r = tiny_engine.fill(FillRequest(text=text, holes=[Hole(24, 24, 16)], language="python", options=SamplingOptions(candidates=1)))
+    assert r.fills[0].valid is True and r.fills[0].text == "x = 1\n    x = 1"
 
 
 def test_cutting_back_skips_the_prefixes_that_hold_the_first_error(tiny_engine, monkeypatch):
