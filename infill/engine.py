@@ -508,8 +508,9 @@ class Engine:
             # unless only the whole of it can be made valid (the header a loop ran into).
             ran_out = [bool((ids[r][hole[r] == h] != cfg.pad_id).all()) for h in range(len(fills))]
             afters = [req.text[h.end :] for h in req.holes]
-            cut = [msgspec.structs.replace(f, text=join_line_break(cut_repeats(f.text, req.text[: h.start], after, out), after))
-                   for f, h, after, out in zip(fills, req.holes, afters, ran_out)]
+            heads = [req.text[req.text.rfind("\n", 0, h.start) + 1 : h.start] for h in req.holes]  # the holes' lines before them
+            cut = [msgspec.structs.replace(f, text=join_line_break(cut_repeats(f.text, head, after, out), after))
+                   for f, head, after, out in zip(fills, heads, afters, ran_out)]
             fills = [msgspec.structs.replace(f, text=join_line_break(f.text, after)) for f, after in zip(fills, afters)]
             if syntax is not None and syntax.checks[r] is not None:
                 whole, fills = fills, self._finish_syntax(syntax, r, req, cut)

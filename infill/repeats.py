@@ -20,9 +20,9 @@ from __future__ import annotations
 def cut_repeats(fill: str, before: str, after: str, cut_off: bool = False) -> str:
     """``fill`` without the lines that repeat the line before them or the text after the hole.
 
-    ``before`` / ``after``: the text around the hole (only the hole's own line before it and the
-    lines after it are read); ``cut_off``: the fill ran to its window's end (its last line may be
-    a repeat cut short).
+    ``before`` / ``after``: the text around the hole (of ``before`` only the hole's own line is
+    read, of ``after`` only as many lines as the fill has); ``cut_off``: the fill ran to its
+    window's end (its last line may be a repeat cut short).
     """
     head = before[before.rfind("\n") + 1 :]
     nl = after.find("\n")
@@ -60,7 +60,7 @@ def _cut_copy(fill: str, head: str, tail: str, rest: str) -> str:
     if tail.strip():
         return fill
     lines, segments = _lines(fill, head, tail), fill.split("\n")
-    following = [line.rstrip() for line in rest.split("\n") if line.strip()]
+    following = _first_lines(rest, len(lines))
     first = 0 if not head.strip() else 1  # the first line the fill wrote whole
     for m in range(len(lines) - first, 0, -1):
         copied = [line.rstrip() for line in lines[len(lines) - m :] if line.strip()]
@@ -68,3 +68,15 @@ def _cut_copy(fill: str, head: str, tail: str, rest: str) -> str:
             kept = segments[: len(segments) - m]
             return "\n".join(kept) + "\n" if kept else ""
     return fill
+
+
+def _first_lines(text: str, n: int) -> list[str]:
+    """The first ``n`` non-blank lines of ``text`` (right-stripped), read no further than that."""
+    out, at = [], 0
+    while len(out) < n and at < len(text):
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        if text[at:end].strip():
+            out.append(text[at:end].rstrip())
+        at = end + 1
+    return out
