@@ -7,8 +7,9 @@ that ends with the lines after the hole says them twice; the copies are cut off 
 
 - :func:`cut_repeats` keeps a fill up to the first line that repeats the non-blank line before
   it (indentation included), or, where the window ran out mid-line, a last line that is the
-  start of the line before it; then drops the fill's last lines where they are the lines that
-  follow the hole (``return x`` before a hole whose next line is ``return x``).
+  start of the line before it, or the same piece over and over (``f(a, b, b, b, b``: ``f(a, b``);
+  then drops the fill's last lines where they are the lines that follow the hole (``return x``
+  before a hole whose next line is ``return x``).
 
 Pure text functions: no tokens, no grammar (the engine judges a cut fill's syntax afterwards,
 as any other), and nothing else about a fill's content is judged here.
@@ -28,6 +29,7 @@ def cut_repeats(fill: str, before: str, after: str, cut_off: bool = False) -> st
     nl = after.find("\n")
     tail, rest = (after, "") if nl < 0 else (after[:nl], after[nl + 1 :])
     fill = _cut_loop(fill, head, tail, cut_off)
+    fill = _cut_run(fill)
     return _cut_copy(fill, head, tail, rest)
 
 
@@ -51,6 +53,28 @@ def _cut_loop(fill: str, head: str, tail: str, cut_off: bool) -> str:
         if prev is not None and (line.rstrip() == prev or (i == len(lines) - 1 and cut_off and prev.startswith(line))):
             return "\n".join(segments[:i]) + "\n"
         prev = line.rstrip()
+    return fill
+
+
+RUN_UNIT = 24  # the longest piece of a line whose run is cut
+RUN_TIMES = 3  # how many times in a row it must come
+
+
+def _cut_run(fill: str) -> str:
+    """The fill up to the first piece of its last line that the rest of that line only repeats
+    (``RUN_TIMES`` times or more, the last time cut short maybe), and the separators it ends with:
+    ``f(a, b, b, b, b, b`` becomes ``f(a, b``. A piece has a letter and a character no word has
+    (numbers, ``0, 0, 0, 0``, are data more often than a loop)."""
+    start = fill.rfind("\n") + 1
+    line = fill[start:]
+    for p in range(len(line)):
+        for n in range(2, min(RUN_UNIT, (len(line) - p) // RUN_TIMES) + 1):
+            unit = line[p : p + n]
+            if not (any(c.isalpha() or c == "_" for c in unit) and any(not (c.isalnum() or c == "_") for c in unit)):
+                continue
+            times, rest = divmod(len(line) - p, n)
+            if times >= RUN_TIMES and line[p:] == unit * times + unit[:rest]:
+                return fill[: start + p + n].rstrip(" \t,;")
     return fill
 
 

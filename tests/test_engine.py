@@ -328,7 +328,7 @@ def test_a_fill_the_window_ended_mid_line_is_cut_with_a_line_break_where_the_tex
 
     text = "def f(a):\n    b = a\n\n    return a\n"
     hole = len("def f(a):\n    b = a\n")  # the text after the hole starts a line of its own
-    looping = "    c = a, a, a, a, a"  # the window ended before the line did
+    looping = "    c = a + 1, a - 1, a * 2"  # the window ended before the line did
     real = tiny_engine.decode_row
     monkeypatch.setattr(tiny_engine, "decode_row", lambda *a: ([Fill(text=looping, score=0.0)], *real(*a)[1:]))
     req = FillRequest(text=text, holes=[Hole(hole, hole + 1, 16, min_tokens=1)], language="python",

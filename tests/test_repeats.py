@@ -43,3 +43,20 @@ def test_lines_a_pair_of_copies_of_the_text_after_the_hole_are_cut_together():
     after = "\n    a = 1\n    b = 2\n    return a + b\n"
     assert cut_repeats("    c = 3\n    a = 1\n    b = 2", "def f():\n", after) == "    c = 3\n"
     assert cut_repeats("    a = 1\n    b = 2", "def f():\n", after) == ""
+
+
+@pytest.mark.parametrize(
+    "fill, expected",
+    [
+        ("a, b, b, b, b, b, b, b", "a, b"),  # a piece over and over to the line's end, and its separator
+        ("option, flags, flags, flags,", "option, flags"),
+        ("x and y and y and y and y", "x and y"),
+        ("f(x)\n    g(x, x, x, x", "f(x)\n    g(x"),  # only the last line's run
+        ("a, b, b", "a, b, b"),  # not often enough
+        ("[0, 0, 0, 0]", "[0, 0, 0, 0]"),  # numbers: data more often than a loop
+        ("x = 1000000000", "x = 1000000000"),
+        ("(None, None, None)", "(None, None, None)"),  # the line goes on past the run
+    ],
+)
+def test_a_run_of_the_same_piece_at_a_fills_end_is_cut_to_its_first(fill, expected):
+    assert cut_repeats(fill, "def f(a, b):\n    return g(", ")\n") == expected
