@@ -10,12 +10,12 @@
   end of the fill (a pad, or the window's last slot) must be a place where the fill may end,
   and what the fill still must close must fit in the free slots after a token.
   A refused proposal at a hole's first masked slot that is the text after the hole (a closer
-  that text needs, a header's head's ':') ends the fill there, where it may end: the model means
-  it to (``f.read(path|)``, not ``f.read(path, pathfile, ...|)``). Another refused proposal there
-  is replaced by the model's next best token the lexer allows, in the same walk (one pass over
-  the draft a step); failing those, a Python block header whose brackets are closed takes its
-  ':' (``def f(self)``), and a header's head alone that nothing may continue ends there, where
-  it may (``else`` takes nothing before its ':');
+  that text needs, the quote of the string the hole is in, a header's head's ':') ends the fill
+  there, where it may end: the model means it to (``f.read(path|)``, not ``f.read(path,
+  pathfile, ...|)``). Another refused proposal there is replaced by the model's next best token
+  the lexer allows, in the same walk (one pass over the draft a step); failing those, a Python
+  block header whose brackets are closed takes its ':' (``def f(self)``), and a header's head
+  alone that nothing may continue ends there, where it may (``else`` takes nothing before its ':');
 - ``remask``: after a full draft, each row's fills are parsed with the top-level statements
   around them (infill/syntax.py; Python's are compiled too, infill/pycompile.py); the slots whose
   token bytes overlap a newly introduced ERROR or MISSING node or SyntaxError are sent back to
@@ -249,11 +249,13 @@ class SyntaxConstraint:
     def _end_signal(self, lexer: Lexer, tok: int) -> list[int]:
         """The tokens that end the fill where the model's refused proposal ``tok`` is the text that
         follows the hole: a closer that text needs (``f.read(|)``: the model proposes ')' after
-        ``path``), or the ':' after a header's head alone (``head_only``: ``if x|`` with ':'). The
+        ``path``), the quote that closes the string the hole is in (``print("Hello, |")``), or the
+        ':' after a header's head alone (``head_only``: ``if x|`` with ':'). The
         model means the fill to end there; the next best tokens would only run on past it
         (``path, pathfile, ...``). The pad, or first the closers before that ':' (the ')' of '):')."""
-        nxt, text = lexer.ctx.next_char, self._token_text(tok).lstrip(" ")
-        if nxt in lexer.closers and text.startswith(nxt):
+        nxt, raw = lexer.ctx.next_char, self._token_text(tok)
+        text = raw.lstrip(" ")
+        if (nxt in lexer.closers and text.startswith(nxt)) or (lexer.ctx.string and raw.startswith(lexer.ctx.string)):
             return [self.pad_id]
         if nxt != ":" or not lexer.ctx.head_only:
             return []

@@ -142,7 +142,7 @@ def _shape_in(doc: Document, h: Hole, end: str) -> Shape:
     """shape_of's shape of the one hole ``h`` of ``doc``; ``end``: what a stand-in ends with."""
     text = doc.text
     ctx = hole_context(doc, 0)
-    if ctx.in_text:
+    if ctx.in_text or ctx.string:
         return Shape()
     if ctx.base:  # inside brackets: only where the fill must close them and then open a block
         return _closing_shape(doc, ctx, h, end) if text[h.end :].strip() else Shape()

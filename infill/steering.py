@@ -9,6 +9,8 @@ A token is refused only when it makes an error that no later token can undo:
 - a closing bracket that matches nothing, or not the innermost open bracket;
 - a closing bracket that closes a bracket the text after the hole still needs (``foo(a, |)``);
 - a newline inside a one-line string;
+- in a hole inside a string (``HoleContext.string``): the string's closing delimiter (the text
+  after the hole closes it), and the end of the fill anywhere else than inside it;
 - Python: a line indented where no block opens, deeper after no ':', or dedented to no level;
   a first line at a width where no line parses (``HoleContext.first_indents``, infill/shape.py);
 - Python: a token that makes its logical line certainly wrong when the line was not before it
@@ -90,6 +92,8 @@ class Lexer:
         self.check_lines = spec.name == "python"  # CPython judges the lines
         self._memo: dict[tuple[LexState, str, bool], tuple[LexState, bool]] = {}
         self.start = LexState(
+            kind="str" if ctx.string else "",  # a hole in a string starts in it
+            delim=ctx.string,
             levels=ctx.levels if spec.indent else None,
             after_colon=ctx.after_colon,
             at_line_start=ctx.at_line_start and spec.indent,
@@ -134,6 +138,7 @@ class Lexer:
                 elif c == "\\" and delim not in spec.raw:
                     esc = True
                 elif s.startswith(delim, i):
+                    ok = ok and not ctx.string  # the string the hole is in is the text after it's to close
                     kind, i = "", i + len(delim)
                     continue
                 elif not final and len(delim) > 1 and n - i < len(delim) and delim.startswith(s[i:]):
@@ -266,7 +271,7 @@ class Lexer:
         back for lookahead count as what they start if the text ended there (``'e`` opens a string)."""
         if st.tail:
             st = self.feed(st, "", final=True)[0]
-        need = len(st.stack) + (st.kind in ("str", "block"))
+        need = len(st.stack) + (st.kind == "block" or (st.kind == "str" and not self.ctx.string))
         return need + (max(self.ctx.unclosed - st.popped, 0) if self.ctx.closes else 0)
 
     def _closers(self, st: LexState) -> list[str]:
@@ -281,6 +286,8 @@ class Lexer:
         closer, else (a fill that ``closes``) that of the innermost bracket before the hole still
         open; None when nothing is."""
         st = self.feed(st, "", final=True)[0] if st.tail else st
+        if st.kind == "str" and self.ctx.string:
+            return None  # the string the hole is in: the text after it closes that
         if st.kind in ("str", "block"):
             return st.delim[0]
         closers = self._closers(st)[: len(st.stack) + (1 if self.ctx.closes else 0)]
@@ -323,8 +330,8 @@ class Lexer:
     def can_end(self, st: LexState) -> bool:
         """May the fill end after the known left part whose state is ``st``?"""
         st, ok = self.feed(st, "", final=True)
-        if not ok or st.kind in ("str", "block"):
-            return False
+        if not ok or st.kind == "block" or (st.kind == "str") != bool(self.ctx.string) or st.escape:
+            return False  # in a string or comment of its own; out of the string it is in; before an escaped character
         if st.kind == "line" and self.ctx.next_char not in ("", "\n", "\r"):
             return False  # the comment would swallow the rest of the line
         if self.ctx.closes and st.popped < self.ctx.unclosed:

@@ -237,7 +237,10 @@ class Document:
 class HoleContext:
     """The syntactic situation at a hole's start, as the steering lexer needs it."""
 
-    in_text: bool  # the hole starts inside a string or comment: no steering
+    in_text: bool  # the hole starts inside a comment, or a string steering cannot read: no steering
+    # The hole is inside a string literal (the text of it, not an interpolation's code) that this
+    # delimiter closes after the hole: steering keeps the fill inside it (then nothing else is set).
+    string: str = ""
     base: tuple[str, ...] = ()  # brackets open before the hole (opener tokens, outermost first)
     needed: int = 0  # how many of the innermost ``base`` entries the text after the hole closes
     surplus: bool = False  # the text after the hole closes more than ``base`` holds
@@ -295,16 +298,34 @@ def openers_needed(doc: Document) -> str:
     return "".join(opener[c] for c in reversed(list(_unmatched(g, root, doc.spans[-1][1], None))) if c in opener)
 
 
-def _inside_text(g: Grammar, doc: Document, pos: int) -> bool:
+def _inside_text(g: Grammar, doc: Document, pos: int, end: int) -> tuple[bool, str]:
+    """Whether a hole from ``pos`` to ``end`` starts inside a string or comment, and for a string
+    whose text it lies in, the delimiter that closes it (:func:`closing_quote`)."""
     lo = max(pos - 1, 0)
     caps = g.captures("strings", doc.tree.root_node, lo, pos + 1)
     for name, nodes in caps.items():
         for n in nodes:
             if n.start_byte < pos < n.end_byte:
-                return True
+                return True, closing_quote(g, n, pos, end) if name == "string" else ""
             if name == "comment" and n.start_byte < pos == n.end_byte and not doc.data[:pos].endswith(b"*/"):
-                return True
-    return False
+                return True, ""
+    return False, ""
+
+
+def closing_quote(g: Grammar, node, pos: int, end: int) -> str:
+    """The delimiter that closes string ``node``, where bytes ``pos`` to ``end`` lie in its text: after
+    its opening quote, before its closing one, and in no interpolation (``f"{x}"``, ``${x}``: code);
+    "" where not, or where its last child is no quote of the language (a raw string's ``"#``)."""
+    kids = node.children
+    if len(kids) < 2 or kids[-1].child_count:
+        return ""
+    close = kids[-1].text.decode("utf-8", "replace")
+    if close not in g.spec.quotes or pos < kids[0].end_byte or end > kids[-1].start_byte:
+        return ""
+    code = [k for k in kids[1:-1] if k.child_count and k.children[0].type in g.spec.brackets]  # '{' x '}'
+    if any(k.start_byte < end and pos < k.end_byte for k in code):
+        return ""
+    return close
 
 
 def _last_leaf(root, pos: int):
@@ -339,8 +360,9 @@ def hole_context(doc: Document, i: int) -> HoleContext:
 def _hole_context(doc: Document, i: int) -> HoleContext:
     g, data, root = doc.grammar, doc.data, doc.tree.root_node
     s, e = doc.spans[i]
-    if _inside_text(g, doc, s):
-        return HoleContext(in_text=True)
+    inside, string = _inside_text(g, doc, s, e)
+    if inside:
+        return HoleContext(in_text=not string, string=string, next_char=data[e : e + 1].decode("utf-8", "replace"))
     pairs = g.spec.brackets
     # In an error-free tree, top-level nodes wholly before the hole's own are balanced.
     tops = [c for c in root.children if c.start_byte <= s]

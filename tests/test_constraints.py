@@ -227,12 +227,50 @@ def test_close_appends_the_closers_of_what_a_fill_leaves_open():
     assert inner.close("a, [b") == "a, [b]" and inner.close("a") is None
 
 
-def test_no_steering_inside_strings_and_comments():
-    text, i = cursor("x = 'abc|def'\n")
-    d = Document(grammar("python"), text, [(i, i)])
-    assert hole_context(d, 0).in_text
-    text, i = cursor("x = 1  # note|\ny = 2\n")
-    assert hole_context(Document(grammar("python"), text, [(i, i)]), 0).in_text
+def test_no_steering_inside_comments_interpolations_and_strings_a_fill_would_close():
+    for language, doc in [
+        ("python", "x = 1  # note|\ny = 2\n"),
+        ("python", "x = f'{|}'\n"),  # an f-string's interpolation is code
+        ("javascript", "x = `a ${|} b`;\n"),
+        ("rust", 'fn f() { let s = r#"ab|"#; }\n'),  # a raw string's '"#' is no quote the lexer knows
+    ]:
+        text, i = cursor(doc)
+        ctx = hole_context(Document(grammar(language), text, [(i, i)]), 0)
+        assert ctx.in_text and not ctx.string, doc
+    text = "x = 'abcdef'\n"  # a hole that replaces the string's closing quote: the fill must close it
+    ctx = hole_context(Document(grammar("python"), text, [(7, 12)]), 0)
+    assert ctx.in_text and not ctx.string
+
+
+@pytest.mark.parametrize(
+    "language, doc, quote",
+    [
+        ("python", "x = 'abc|def'\n", "'"),
+        ("python", 'x = f"Hello, |{name}"\n', '"'),  # the text before an interpolation
+        ("python", 'def f():\n    """Docs |"""\n', '"""'),
+        ("javascript", "x = `a |${b} c`;\n", "`"),
+        ("go", "package p\nvar x = \"s|\"\n", '"'),
+        ("go", "package p\nvar x = `raw|`\n", "`"),
+    ],
+)
+def test_a_hole_in_a_strings_text_is_steered_to_stay_in_it(language, doc, quote):
+    lx = lexer_at(language, doc)
+    assert not lx.ctx.in_text and lx.ctx.string == quote
+    assert lx.accepts(lx.start, "world, (") and lx.can_end(lx.feed(lx.start, "world, (")[0])  # text: no brackets to close
+    assert not lx.accepts(lx.start, "a" + quote + ", b")  # the text after the hole closes it
+    assert lx.can_end(lx.feed(lx.start, "a\\")[0]) is (quote in lx.spec.raw)  # a backslash would escape what follows
+    assert lx.closers_needed(lx.start) == 0 and lx.next_closer(lx.start) is None
+    assert lx.accepts(lx.start, "a\nb") is (quote in ('"""', "`"))  # a line break only where the string may span lines
+
+
+def test_a_refused_proposal_of_the_quote_that_closes_the_string_ends_the_fill(list_tokenizer):
+    tok = list_tokenizer(["<pad>", "<mask>", "<eos>", "world", '")', ", name"])
+    req = request('print("Hello, |")\n', window=3)
+    c = for_chunk([req], [0], torch.zeros(1, 3, dtype=torch.long), tok, 0, 1)
+    world, close, more = (tok.vocab.index(t) for t in ("world", '")', ", name"))
+    state = windows([[world, MASK, MASK]], [[False, True, True]])
+    tokens, allowed = c.steer(state, torch.tensor([[world, close, PAD]]), state.masked.clone(), lambda r, k: [more])
+    assert tokens[0, 1] == PAD and allowed[0, 1]
 
 
 # ---------------------------------------------------------------------------------------------

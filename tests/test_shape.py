@@ -69,6 +69,7 @@ def test_levels_are_read_with_a_stand_in_where_the_empty_hole_breaks_the_tree():
         ("def f(xs):\n    t = 0\n|        t += x\n", "python", False),  # unconstrained
         ("function f() {\n|\n}\n", "javascript", True),  # no offside rule
         ("def f(xs):\n    t = 0\n|", "python", True),  # nothing after the hole
+        ('def f(xs):\n    """Docs.\n|\n    """\n', "python", True),  # in a string's text
     ],
 )
 def test_no_shape_where_stand_ins_cannot_tell(doc, language, constrained):
