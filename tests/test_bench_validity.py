@@ -116,6 +116,14 @@ def test_inside_holes_are_what_a_pair_of_brackets_on_the_line_holds(sources):
         validity.cut_holes(files, 6, seed=0, kinds=["inside"])  # which grammar finds the brackets?
 
 
+def test_string_holes_are_the_text_of_a_string_literal_on_the_line(sources):
+    files, _ = validity.load_sources(sources / "go", "go", 10, 0)
+    cuts = validity.cut_holes(files, 2, seed=0, kinds=["string"], language="go")  # the file's two lines with one
+    assert {c.reference for c in cuts} == {"fmt", "%d numbers, sum %d"} and {c.kind for c in cuts} == {"string"}
+    for c in cuts:
+        assert c.original[c.start - 1] == c.original[c.end] == '"'
+
+
 def test_edit_similarity_is_twice_the_common_subsequence_over_the_lengths():
     assert validity.lcs_length("path, pathfile", "path") == 4
     assert validity.lcs_length("abcbdab", "bdcaba") == 4  # the textbook pair

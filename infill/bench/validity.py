@@ -17,7 +17,9 @@ first two, as in the quality benchmark's single-line tasks):
 - ``inside`` (on request, ``--kinds``): what a pair of brackets on the line holds (a call's
   arguments, a subscript, a list), its closer and the rest of the line kept, as an editor that
   closes brackets as they are typed has them at a cursor after the opener (drawn from the lines
-  that hold such a pair).
+  that hold such a pair);
+- ``string`` (on request): the text of a string literal on the line, its quotes kept (drawn from
+  the lines that hold one with text and no interpolation).
 
 The request is the file with the hole's text removed and an insertion hole of ``max_tokens``
 at the cut. Every hole is filled twice, constrained and unconstrained (the same batches, run
@@ -56,14 +58,14 @@ from infill.constraints import is_valid
 from infill.errors import InfillError, InputError
 from infill.languages import grammar as lookup_grammar, spec_for
 from infill.protocol import FillRequest, FillResult, Hole, Policy, SamplingOptions
-from infill.syntax import error_spans
+from infill.syntax import closing_quote, error_spans
 from infill.textpos import byte_to_str, str_to_byte
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SOURCES = REPO_ROOT / "bench" / "sources"
 DEFAULT_LANGUAGES = ("javascript", "go")
-KINDS = ("line", "rest", "inside")
+KINDS = ("line", "rest", "inside", "string")
 DEFAULT_KINDS = ("line", "rest")
 MAX_LINE_CHARS = 200
 MAX_FILE_BYTES = 200_000
@@ -185,13 +187,20 @@ def _code_lines(text: str) -> list[tuple[int, int, int]]:
     return out
 
 
-def _bracket_contents(grammar, text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """The str spans of what each pair of brackets within ``text[start:end]`` (one line) holds,
-    where it holds something: nodes whose first and last children are an opener and its closer."""
+def _contents(grammar, kind: str, text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The str spans of what each pair of brackets (``inside``) or string literal (``string``)
+    within ``text[start:end]`` (one line) holds, where it holds something: nodes whose first and
+    last children are an opener and its closer, or a string's quotes around its text alone."""
     data = text.encode("utf-8", "surrogatepass")
     lo, hi = str_to_byte(text, start), str_to_byte(text, end)
+    root = grammar.parse(data).root_node
+    if kind == "string":
+        nodes = [n for n in grammar.captures("strings", root, lo, hi).get("string", []) if lo <= n.start_byte and n.end_byte <= hi]
+        spans = [(n.children[0].end_byte, n.children[-1].start_byte) for n in nodes if n.child_count >= 2]
+        spans = [(a, b) for (a, b), n in zip(spans, nodes) if a < b and closing_quote(grammar, n, a, b)]
+        return sorted((byte_to_str(data, a), byte_to_str(data, b)) for a, b in spans)
     pairs = grammar.spec.brackets
-    out, todo = [], [grammar.parse(data).root_node.descendant_for_byte_range(lo, hi)]
+    out, todo = [], [root.descendant_for_byte_range(lo, hi)]
     while todo:
         node = todo.pop()
         kids = node.children
@@ -209,23 +218,24 @@ def cut_holes(files: Sequence[tuple[str, str]], n: int, seed: int, kinds: Sequen
     if not kinds or any(k not in KINDS for k in kinds):
         raise InputError(f"hole kinds must be among {', '.join(KINDS)}")
     grammar = lookup_grammar(language) if language else None
-    if "inside" in kinds and grammar is None:
-        raise InputError("inside holes need the files' language and its grammar")
+    enclosed = {"inside", "string"} & set(kinds)  # kinds whose holes the files' trees find
+    if enclosed and grammar is None:
+        raise InputError(f"{' and '.join(sorted(enclosed))} holes need the files' language and its grammar")
     pool = [(f, ln, s, e) for f, (_, text) in enumerate(files) for ln, s, e in _code_lines(text)]
     rng = random.Random(seed)
     picks = rng.sample(range(len(pool)), min(n, len(pool)))
-    # An inside hole whose line holds no pair of brackets takes the next line of these that does.
-    spare = iter(random.Random(seed + 1).sample(range(len(pool)), len(pool)) if "inside" in kinds else ())
+    # An inside or string hole whose line holds no such span takes the next line of these that does.
+    spare = iter(random.Random(seed + 1).sample(range(len(pool)), len(pool)) if enclosed else ())
     used = set(picks)
     cuts = []
     for j, p in enumerate(picks):
         kind = kinds[j % len(kinds)]
-        inside = _bracket_contents(grammar, files[pool[p][0]][1], *pool[p][2:]) if kind == "inside" else []
-        while kind == "inside" and not inside and (p := next(spare, None)) is not None:
+        inside = _contents(grammar, kind, files[pool[p][0]][1], *pool[p][2:]) if kind in enclosed else []
+        while kind in enclosed and not inside and (p := next(spare, None)) is not None:
             if p not in used:
-                inside = _bracket_contents(grammar, files[pool[p][0]][1], *pool[p][2:])
-        if kind == "inside" and not inside:
-            raise InputError("no line of the sources holds a pair of brackets")
+                inside = _contents(grammar, kind, files[pool[p][0]][1], *pool[p][2:])
+        if kind in enclosed and not inside:
+            raise InputError(f"no line of the sources holds a span for {kind} holes")
         used.add(p)
         f, ln, s, e = pool[p]
         path, text = files[f]
