@@ -230,12 +230,13 @@ class SyntaxConstraint:
             room = b - k - 1 if k >= free_from else None
             if masked[k] and asked[k] and not self._may_take(lexer, st, tok, room):
                 options = alternatives(r, k) if alternatives is not None and k == first else ()
-                may_end = k == first and room is not None and not no_pad[k]
+                # The end the model proposes ends the fill even before committed slots (they are cut).
+                may_end = k == first and not no_pad[k]
                 ends = self._end_signal(lexer, tok) if may_end else []
                 tok = self._first_allowed(lexer, st, [*ends, *options], room)
                 if tok is None and k == first:  # a header's ':' the model ranks low; a head nothing ranked may go on ends
                     forced = self._lead_tokens([":"]) if lexer.owes_colon(st) else []
-                    forced += [self.pad_id] if may_end and lexer.ctx.head_only else []
+                    forced += [self.pad_id] if may_end and room is not None and lexer.ctx.head_only else []
                     tok = self._first_allowed(lexer, st, forced, room)
                 if tok is None:
                     return k
@@ -252,7 +253,9 @@ class SyntaxConstraint:
         ``path``), the quote that closes the string the hole is in (``print("Hello, |")``), or the
         ':' after a header's head alone (``head_only``: ``if x|`` with ':'). The
         model means the fill to end there; the next best tokens would only run on past it
-        (``path, pathfile, ...``). The pad, or first the closers before that ':' (the ')' of '):')."""
+        (``path, pathfile, ...``). The pad (which cuts off what was committed after it: the model
+        wrote that past the end it now proposes), or first the closers before that ':' (the ')' of
+        '):')."""
         nxt, raw = lexer.ctx.next_char, self._token_text(tok)
         text = raw.lstrip(" ")
         if (nxt in lexer.closers and text.startswith(nxt)) or (lexer.ctx.string and raw.startswith(lexer.ctx.string)):

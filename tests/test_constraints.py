@@ -371,6 +371,10 @@ def test_a_refused_proposal_of_the_closer_the_text_after_the_hole_needs_ends_the
     proposal = torch.tensor([[TOK["b"], TOK[")"], TOK[")"], PAD]])
     tokens, allowed = c.steer(state, proposal, state.masked.clone(), lambda r, k: [TOK["x"], TOK["b"]])
     assert tokens.tolist() == [[TOK["b"], PAD, TOK[")"], PAD]] and allowed.tolist() == [[False, True, True, True]]
+    # slots committed after it (out of order) were written past the end the model now proposes: cut off
+    state = windows([[TOK["b"], MASK, TOK["x"], MASK]], [[False, True, False, True]])
+    tokens, allowed = c.steer(state, proposal, state.masked.clone(), lambda r, k: [TOK["x"], TOK["b"]])
+    assert tokens[0, 1] == PAD and allowed[0, 1]
     # not where it may not end yet (its own '(' is open: that ')' is its own), nor before a hole's
     # least number of tokens, nor for a closer the text after the hole does not start with
     state = windows([[TOK["("], MASK, MASK, MASK]], [[False, True, True, True]])
