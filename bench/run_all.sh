@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Re-runs the benchmarks whose results BENCHMARKS.md summarises (CPU; about 30 minutes on 2 cores).
+# Re-runs the benchmarks whose results BENCHMARKS.md summarises (CPU; about 45 minutes on 2 cores).
 # Usage: bench/run_all.sh [extra model options, e.g. --model DIR --threads 2]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +22,12 @@ bench/fetch_validity_sources.sh
 "$INFILL" bench lsp --context-tokens 0 --out $R/lsp-cpu-whole-files "$@"
 "$INFILL" bench lsp --context-tokens 0 --unconstrained --out $R/lsp-cpu-whole-files-unconstrained "$@"
 "$INFILL" bench validity javascript go --holes 60 --max-tokens 32 --seed 0 --out $R/validity-cpu "$@"
+# Where an editor's cursor often is: inside brackets it closed as they were typed, and in a string's text.
+"$INFILL" bench validity javascript go --holes 100 --kinds inside --seed 0 --out $R/validity-inside "$@"
+"$INFILL" bench validity javascript go --holes 100 --kinds string --seed 0 --out $R/validity-string "$@"
 # Real Python files, for what the checks cost in them (the standard library is in the training corpus:
 # its fills' quality says nothing; their validity and latency do).
 STDLIB=$("${PYTHON:-.venv/bin/python}" -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')
 "$INFILL" bench validity python --sources "$STDLIB" --holes 400 --max-tokens 32 --seed 1 --out $R/validity-python-stdlib "$@"
+"$INFILL" bench validity python --sources "$STDLIB" --holes 200 --kinds inside --seed 1 --out $R/validity-python-inside "$@"
+"$INFILL" bench validity python --sources "$STDLIB" --holes 200 --kinds string --seed 1 --out $R/validity-python-string "$@"
