@@ -27,10 +27,10 @@ def cut_repeats(fill: str, before: str, after: str, cut_off: bool = False) -> st
     """
     head = before[before.rfind("\n") + 1 :]
     nl = after.find("\n")
-    tail, rest = (after, "") if nl < 0 else (after[:nl], after[nl + 1 :])
+    tail = after if nl < 0 else after[:nl]
     fill = _cut_loop(fill, head, tail, cut_off)
     fill = _cut_run(fill)
-    return _cut_copy(fill, head, tail, rest)
+    return _cut_copy(fill, head, tail, after, len(after) if nl < 0 else nl + 1)
 
 
 def _lines(fill: str, head: str, tail: str) -> list[str]:
@@ -67,24 +67,30 @@ def _cut_run(fill: str) -> str:
     (numbers, ``0, 0, 0, 0``, are data more often than a loop)."""
     start = fill.rfind("\n") + 1
     line = fill[start:]
-    for p in range(len(line)):
-        for n in range(2, min(RUN_UNIT, (len(line) - p) // RUN_TIMES) + 1):
-            unit = line[p : p + n]
-            if not (any(c.isalpha() or c == "_" for c in unit) and any(not (c.isalnum() or c == "_") for c in unit)):
-                continue
-            times, rest = divmod(len(line) - p, n)
-            if times >= RUN_TIMES and line[p:] == unit * times + unit[:rest]:
-                return fill[: start + p + n].rstrip(" \t,;")
-    return fill
+    best = None  # (where the run starts, its piece's length)
+    for n in range(2, RUN_UNIT + 1):
+        p = len(line) - n  # the run of period n that reaches the line's end starts at p
+        while p > 0 and line[p - 1] == line[p - 1 + n]:
+            p -= 1
+        unit = line[p : p + n]
+        if (len(line) - p) // n >= RUN_TIMES and (best is None or p < best[0]) and _loops(unit):
+            best = p, n
+    return fill if best is None else fill[: start + sum(best)].rstrip(" \t,;")
 
 
-def _cut_copy(fill: str, head: str, tail: str, rest: str) -> str:
-    """The fill without its last lines where they are the first lines after the hole's line (only
-    where the fill ends that line, and never the part of its first line that ``head`` began)."""
+def _loops(piece: str) -> bool:
+    """Can a run of ``piece`` be a loop: it has a letter and a character no word has?"""
+    return any(c.isalpha() or c == "_" for c in piece) and any(not (c.isalnum() or c == "_") for c in piece)
+
+
+def _cut_copy(fill: str, head: str, tail: str, after: str, rest: int) -> str:
+    """The fill without its last lines where they are the first lines after the hole's line (from
+    ``after[rest:]``; only where the fill ends that line, and never the part of its first line
+    that ``head`` began)."""
     if tail.strip():
         return fill
     lines, segments = _lines(fill, head, tail), fill.split("\n")
-    following = _first_lines(rest, len(lines))
+    following = _first_lines(after, rest, len(lines))
     first = 0 if not head.strip() else 1  # the first line the fill wrote whole
     for m in range(len(lines) - first, 0, -1):
         copied = [line.rstrip() for line in lines[len(lines) - m :] if line.strip()]
@@ -94,9 +100,9 @@ def _cut_copy(fill: str, head: str, tail: str, rest: str) -> str:
     return fill
 
 
-def _first_lines(text: str, n: int) -> list[str]:
-    """The first ``n`` non-blank lines of ``text`` (right-stripped), read no further than that."""
-    out, at = [], 0
+def _first_lines(text: str, at: int, n: int) -> list[str]:
+    """The first ``n`` non-blank lines of ``text`` from ``at`` on (right-stripped), read no further."""
+    out = []
     while len(out) < n and at < len(text):
         end = text.find("\n", at)
         end = len(text) if end < 0 else end
