@@ -315,17 +315,33 @@ def _inside_text(g: Grammar, doc: Document, pos: int, end: int) -> tuple[bool, s
 def closing_quote(g: Grammar, node, pos: int, end: int) -> str:
     """The delimiter that closes string ``node``, where bytes ``pos`` to ``end`` lie in its text: after
     its opening quote, before its closing one, and in no interpolation (``f"{x}"``, ``${x}``: code);
-    "" where not, or where its last child is no quote of the language (a raw string's ``"#``)."""
+    "" where not, where its last child is no quote of the language (a raw string's ``"#``), or
+    where the tree may have misread it (it has an error, or spans lines that its quote may not or
+    before text that is broken: a docstring whose closing quotes were cut takes the next one's)."""
     kids = node.children
-    if len(kids) < 2 or kids[-1].child_count:
+    if len(kids) < 2 or kids[-1].child_count or node.has_error:
         return ""
     close = kids[-1].text.decode("utf-8", "replace")
     if close not in g.spec.quotes or pos < kids[0].end_byte or end > kids[-1].start_byte:
         return ""
+    if kids[0].start_point[0] != kids[-1].start_point[0] and (close not in g.spec.multiline or _broken_after(node)):
+        return ""  # over several lines: where the text after it is broken, it may be the next string's quote that closes it
     code = [k for k in kids[1:-1] if k.child_count and k.children[0].type in g.spec.brackets]  # '{' x '}'
     if any(k.start_byte < end and pos < k.end_byte for k in code):
         return ""
     return close
+
+
+def _broken_after(node) -> bool:
+    """Does the text after ``node`` hold an error (a sibling of it or of an ancestor that has one)?"""
+    while node is not None:
+        sibling = node.next_sibling
+        while sibling is not None:
+            if sibling.has_error:
+                return True
+            sibling = sibling.next_sibling
+        node = node.parent
+    return False
 
 
 def _last_leaf(root, pos: int):

@@ -237,6 +237,15 @@ def test_no_steering_inside_comments_interpolations_and_strings_a_fill_would_clo
         text, i = cursor(doc)
         ctx = hole_context(Document(grammar(language), text, [(i, i)]), 0)
         assert ctx.in_text and not ctx.string, doc
+    for doc in [
+        'x = f("abc|\ny = "q")\n',  # a one-line string the line does not close: the quote it ends at is the next's
+        'def f():\n    """Docs |\n    return 1\n\n\ndef g():\n    """More."""\n',  # a docstring whose quotes were cut
+    ]:
+        text, i = cursor(doc)
+        ctx = hole_context(Document(grammar("python"), text, [(i, i)]), 0)
+        assert not ctx.string, doc
+    text, i = cursor('def f():\n    """Docs.\n\n    More |docs.\n    """\n    return 1\n')
+    assert hole_context(Document(grammar("python"), text, [(i, i)]), 0).string == '"""'  # over lines, before clean text
     text = "x = 'abcdef'\n"  # a hole that replaces the string's closing quote: the fill must close it
     ctx = hole_context(Document(grammar("python"), text, [(7, 12)]), 0)
     assert ctx.in_text and not ctx.string
