@@ -251,11 +251,10 @@ class SyntaxConstraint:
         """The tokens that end the fill where the model's refused proposal ``tok`` is the text that
         follows the hole: a closer that text needs (``f.read(|)``: the model proposes ')' after
         ``path``), the quote that closes the string the hole is in (``print("Hello, |")``), or the
-        ':' after a header's head alone (``head_only``: ``if x|`` with ':'). The
-        model means the fill to end there; the next best tokens would only run on past it
-        (``path, pathfile, ...``). The pad (which cuts off what was committed after it: the model
-        wrote that past the end it now proposes), or first the closers before that ':' (the ')' of
-        '):')."""
+        ':' after a header's head alone (``head_only``: ``if x|`` with ':'). The model means the
+        fill to end there; the next best tokens would only run on past it (``path, pathfile, ...``).
+        The pad (which cuts off what was committed after it: the model wrote that past the end it
+        now proposes), or first the closers before that ':' (the ')' of '):')."""
         nxt, raw = lexer.ctx.next_char, self._token_text(tok)
         text = raw.lstrip(" ")
         if (nxt in lexer.closers and text.startswith(nxt)) or (lexer.ctx.string and raw.startswith(lexer.ctx.string)):

@@ -503,21 +503,8 @@ class Engine:
         best: dict[int, tuple[tuple[bool, float], list[Fill], int]] = {}
         for r in range(R):
             fills, score, filled = self.decode_row(ids[r], logprob[r], hole[r], len(prepared[rows[r]].windows))
-            req = prepared[rows[r]].request
-            # A fill that loops (a line again, or the lines after the hole) is cut where it starts to,
-            # unless only the whole of it can be made valid (the header a loop ran into).
             ran_out = [bool((ids[r][hole[r] == h] != cfg.pad_id).all()) for h in range(len(fills))]
-            afters = [req.text[h.end :] for h in req.holes]
-            heads = [req.text[req.text.rfind("\n", 0, h.start) + 1 : h.start] for h in req.holes]  # the holes' lines before them
-            cut = [msgspec.structs.replace(f, text=join_line_break(cut_repeats(f.text, head, after, out), after))
-                   for f, head, after, out in zip(fills, heads, afters, ran_out)]
-            fills = [msgspec.structs.replace(f, text=join_line_break(f.text, after)) for f, after in zip(fills, afters)]
-            if syntax is not None and syntax.checks[r] is not None:
-                whole, fills = fills, self._finish_syntax(syntax, r, req, cut)
-                if cut != whole and _worth(fills) < (True, True):
-                    fills = max((fills, self._finish_syntax(syntax, r, req, whole)), key=_worth)
-            else:
-                fills = cut
+            fills = self._finish_row(syntax, r, prepared[rows[r]].request, fills, ran_out)
             key = (*_worth(fills), score)
             if rows[r] not in best or key > best[rows[r]][0]:
                 best[rows[r]] = (key, fills, filled)
@@ -597,6 +584,24 @@ class Engine:
             filled += n
             fills.append(Fill(text=self.tokenizer.decode(tok[:n].tolist()), score=float(lp.mean()) if len(lp) else 0.0))
         return fills, total / max(count, 1), filled
+
+    def _finish_row(self, syntax, r: int, request: FillRequest, fills: list[Fill], ran_out: list[bool]) -> list[Fill]:
+        """Row r's fills as a result has them: cut where they start to loop (infill/repeats.py;
+        ``ran_out``: which ran to their window's end), without the line break the text after the hole
+        brings, and where the row is constrained, finished by :meth:`_finish_syntax`: where the cut
+        leaves it invalid or blank and the whole fill ranks better (the header a loop ran into), the
+        whole fill."""
+        afters = [request.text[h.end :] for h in request.holes]
+        heads = [request.text[request.text.rfind("\n", 0, h.start) + 1 : h.start] for h in request.holes]  # the holes' lines
+        cut = [msgspec.structs.replace(f, text=join_line_break(cut_repeats(f.text, head, after, out), after))
+               for f, head, after, out in zip(fills, heads, afters, ran_out)]
+        if syntax is None or syntax.checks[r] is None:
+            return cut
+        whole = [msgspec.structs.replace(f, text=join_line_break(f.text, after)) for f, after in zip(fills, afters)]
+        finished = self._finish_syntax(syntax, r, request, cut)
+        if cut != whole and _worth(finished) < (True, True):
+            finished = max((finished, self._finish_syntax(syntax, r, request, whole)), key=_worth)
+        return finished
 
     def _finish_syntax(self, syntax, r: int, request: FillRequest, fills: list[Fill]) -> list[Fill]:
         """Cut cursor completions at their syntactic unit's end; mark the row's fills valid or not.
