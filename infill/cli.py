@@ -36,10 +36,10 @@ from pathlib import Path
 import typing
 from typing import Sequence
 
-from . import __version__
-from .errors import InfillError, InputError
-from .files import changed_on_disk, decode_text, fsync_dir, read_text_file, stage, unified_diff
-from .holes import (
+from infill import __version__
+from infill.errors import InfillError, InputError
+from infill.text.files import changed_on_disk, decode_text, fsync_dir, read_text_file, stage, unified_diff
+from infill.text.holes import (
     DEFAULT_MAX_TOKENS,
     MAX_HOLE_TOKENS,
     apply_fills,
@@ -50,7 +50,7 @@ from .holes import (
     parse_position,
     position_to_offset,
 )
-from .protocol import Hole, Policy
+from infill.protocol import Hole, Policy
 
 log = logging.getLogger("infill.cli")
 
@@ -232,14 +232,14 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     _add_fill(sub)
     words = _first_commands(argv)
     train = sub.add_parser("train", help="train a model (see infill train --help)", add_help=True)
-    _add_delegated(train, "infill.train", wanted=words[:1] == ["train"], model_options=False)
+    _add_delegated(train, "infill.train.loop", wanted=words[:1] == ["train"], model_options=False)
     train.set_defaults(verbose=1)  # training is long: show its progress unless -q
     bench = sub.add_parser("bench", help="benchmarks")
     bench_sub = bench.add_subparsers(dest="bench_command", metavar="BENCHMARK", required=True)
     quality = bench_sub.add_parser("quality", help="HumanEval-Infilling quality (pass@1, exact match)")
     _add_delegated(quality, "infill.bench.quality", wanted=words[:2] == ["bench", "quality"], model_options=True)
     lsp = sub.add_parser("lsp", help="the language server (stdio, --tcp, --ws)")
-    _add_delegated(lsp, "infill_lsp.cli", wanted=words[:1] == ["lsp"], model_options=True)
+    _add_delegated(lsp, "infill.lsp.cli", wanted=words[:1] == ["lsp"], model_options=True)
     speed = bench_sub.add_parser("speed", help="latency and tokens/s (windows x contexts, steps, batching, CPU/CUDA)")
     _add_delegated(speed, "infill.bench.speed", wanted=words[:2] == ["bench", "speed"], model_options=True)
     v = bench_sub.add_parser("validity", help="syntax validity of fills in JavaScript/Go holes cut from unseen code")
@@ -249,9 +249,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     lsp_bench = bench_sub.add_parser("lsp", help="keystroke -> inline-completion latency through the real language server")
     _add_delegated(lsp_bench, "infill.bench.keystrokes", wanted=words[:2] == ["bench", "lsp"], model_options=True)
     card = sub.add_parser("card", help="write a model's MODEL_CARD.md from its training facts and benchmark results")
-    _add_delegated(card, "infill.model_card", wanted=words[:1] == ["card"], model_options=False)
+    _add_delegated(card, "infill.train.model_card", wanted=words[:1] == ["card"], model_options=False)
     refactor = sub.add_parser("refactor", help="batch edits over many files (holes, docstrings, annotate, bodies, query)")
-    _add_delegated(refactor, "infill.refactor", wanted=words[:1] == ["refactor"], model_options=True)
+    _add_delegated(refactor, "infill.refactor.run", wanted=words[:1] == ["refactor"], model_options=True)
     return parser
 
 
@@ -313,7 +313,7 @@ def _run_delegated(args: argparse.Namespace) -> int:
 
 def load_engine(args: argparse.Namespace):
     """The engine the model options describe (imports torch)."""
-    from .engine import DEFAULT_MODEL_DIR, Engine, EngineConfig
+    from infill.engine.fill import DEFAULT_MODEL_DIR, Engine, EngineConfig
 
     model_dir = args.model if args.model is not None else DEFAULT_MODEL_DIR
     if args.model is not None and not Path(model_dir).exists():
@@ -397,7 +397,7 @@ def gather(args: argparse.Namespace) -> list[Source]:
 
 
 def sampling_options(args: argparse.Namespace):
-    from .protocol import SamplingOptions
+    from infill.protocol import SamplingOptions
 
     return SamplingOptions(
         steps=args.steps,
@@ -414,7 +414,7 @@ def sampling_options(args: argparse.Namespace):
 def run_fill(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     sources = gather(args)  # all input errors before the (slow) model load
-    from .protocol import FillRequest
+    from infill.protocol import FillRequest
 
     options = sampling_options(args)
     requests = [

@@ -46,8 +46,8 @@ def stdlib_sources():
 def tiny_model_dir(tmp_path_factory) -> Path:
     import torch
 
-    from infill.model import DiffusionLM, ModelConfig, save_model
-    from infill.tokenizer import train_tokenizer
+    from infill.model.network import DiffusionLM, ModelConfig, save_model
+    from infill.model.tokenizer import train_tokenizer
 
     directory = tmp_path_factory.mktemp("tiny-model")
     tok = train_tokenizer(stdlib_texts(), vocab_size=512)
@@ -61,7 +61,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_engine(tiny_model_dir):
-    from infill.engine import Engine, EngineConfig
+    from infill.engine.fill import Engine, EngineConfig
 
     return Engine.load(EngineConfig(model_dir=tiny_model_dir, device="cpu", precision="fp32"))
 

@@ -7,7 +7,7 @@ import random
 from infill import cli
 from infill.bench import keystrokes
 from infill.protocol import FillRequest, Hole, SamplingOptions
-from infill.tokenizer import Tokenizer
+from infill.model.tokenizer import Tokenizer
 
 FAST = dict(keystrokes=3, warmup=1, context_tokens=200, max_tokens=8, steps=2, device="cpu", threads=1, precision="fp32",
             seed=0)

@@ -9,7 +9,7 @@ import pytest
 
 from infill.bench import floor, speed
 from infill.errors import InputError
-from infill.model import ModelConfig
+from infill.model.network import ModelConfig
 
 
 

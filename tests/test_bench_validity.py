@@ -7,7 +7,7 @@ import pytest
 
 from infill.bench import validity
 from infill.errors import InputError
-from infill.languages import grammar
+from infill.syntax.languages import grammar
 
 JS = {
     "lib/math.js": """\

@@ -15,7 +15,7 @@ import pytest
 
 from infill import cli
 from infill.cli import main
-from infill.engine import Engine
+from infill.engine.fill import Engine
 
 SRC = "def add(a, b):\n    return <FILL>\n\n\ndef sub(a, b):\n    return a - b\n"
 
@@ -353,7 +353,7 @@ def test_file_changed_during_fill_is_not_overwritten(run, tmp_path, monkeypatch)
 def test_missing_subcommand_module_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(cli, "_try_import", lambda module: None)
     assert main(["train"]) == 2
-    assert "infill.train" in one_error_line(capsys.readouterr().err)
+    assert "infill.train.loop" in one_error_line(capsys.readouterr().err)
 
 
 def test_bench_quality_help():

@@ -6,14 +6,14 @@ from dataclasses import replace
 import pytest
 import torch
 
-from infill.constraints import RequestCheck, SyntaxConstraint, for_chunk, is_valid
-from infill.languages import grammar
-from infill.model import BoundContext, ModelConfig
+from infill.syntax.constraint import RequestCheck, SyntaxConstraint, for_chunk, is_valid
+from infill.syntax.languages import grammar
+from infill.model.network import BoundContext, ModelConfig
 from infill.protocol import FillRequest, Hole, SamplingOptions
-from infill.sampler import Schedule, Windows, denoise
-from infill.shape import shape_of, strict_shape
-from infill.steering import Lexer
-from infill.syntax import Document, hole_context, levels_with, offside_end, truncate_completion
+from infill.decode.sampler import Schedule, Windows, denoise
+from infill.lang.python.shape import shape_of, strict_shape
+from infill.syntax.steering import Lexer
+from infill.syntax.document import Document, hole_context, levels_with, offside_end, truncate_completion
 
 
 def cursor(text: str, marker: str = "|") -> tuple[str, int]:
@@ -553,7 +553,7 @@ def test_engine_prefers_valid_candidates(tiny_engine, monkeypatch):
 
 
 def test_truncation_keeps_the_line_break_when_the_suffix_starts_a_new_line():
-    from infill.syntax import truncate_completion
+    from infill.syntax.document import truncate_completion
 
     prefix = "def f(x):\n    if x:\n"
     fill = "        return 1\n    y = 2\n"

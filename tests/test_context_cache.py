@@ -2,9 +2,9 @@
 
 import torch
 
-from infill.context_cache import SegmentCache
-from infill.engine import Engine, EngineConfig, sticky_start
-from infill.model import DiffusionLM, ModelConfig
+from infill.model.context_cache import SegmentCache
+from infill.engine.fill import Engine, EngineConfig, sticky_start
+from infill.model.network import DiffusionLM, ModelConfig
 from infill.protocol import FillRequest, Hole, SamplingOptions
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from infill.corpus import CorpusConfig, build_corpus, choose_valid, classify_license, iter_documents
+from infill.train.corpus import CorpusConfig, build_corpus, choose_valid, classify_license, iter_documents
 from infill.errors import InputError
 
 CODE = "def {name}(x):\n    '''Return x plus {n}.'''\n    return x + {n}\n"

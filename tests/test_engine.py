@@ -8,10 +8,10 @@ import math
 import msgspec
 import pytest
 
-import infill.engine as engine_module
-from infill.engine import Engine, EngineConfig, budget_split, candidate_plan, join_line_break, segment_texts, validate
+import infill.engine.fill as engine_module
+from infill.engine.fill import Engine, EngineConfig, budget_split, candidate_plan, join_line_break, segment_texts, validate
 from infill.errors import InfillError, RequestError
-from infill.holes import find_holes
+from infill.text.holes import find_holes
 from infill.protocol import FillRequest, Hole, SamplingOptions
 
 CODE = "def add(a, b):\n    return a + b\n\n"
@@ -135,7 +135,7 @@ def test_fill_batch_equals_single_fills_default_schedule(tiny_engine):
 
 
 def test_a_hole_after_indentation_is_filled_from_the_line_start():
-    from infill.engine import drop_indent, line_start_holes
+    from infill.engine.fill import drop_indent, line_start_holes
 
     text = "def f():\n    x = 1\n    \n"
     req = FillRequest(text=text, holes=[Hole(23, 23, 8)])
@@ -208,8 +208,8 @@ def test_a_loop_is_kept_where_only_the_whole_fill_can_be_valid(tiny_engine, monk
 
 
 def test_cutting_back_skips_the_prefixes_that_hold_the_first_error(tiny_engine, monkeypatch):
-    from infill import constraints
-    from infill.engine import MAX_CUTS
+    from infill.syntax import constraint as constraints
+    from infill.engine.fill import MAX_CUTS
     from infill.protocol import Fill
 
     text = "def main(xs):\n    y = \n    return xs\n"
@@ -252,7 +252,7 @@ def test_a_candidate_with_code_beats_a_blank_one(tiny_engine, monkeypatch):
 def test_precision(tiny_model_dir):
     import torch
 
-    from infill.engine import fast_bf16, resolve_dtype
+    from infill.engine.fill import fast_bf16, resolve_dtype
 
     assert resolve_dtype("fp32", torch.device("cuda")) == torch.float32
     assert resolve_dtype("bf16", torch.device("cpu")) == torch.bfloat16

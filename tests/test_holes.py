@@ -1,9 +1,9 @@
-"""Marker parsing, cursor positions and newline handling (infill/holes.py): pure, no model."""
+"""Marker parsing, cursor positions and newline handling (infill/text/holes.py): pure, no model."""
 
 import pytest
 
 from infill.errors import InputError
-from infill.holes import (
+from infill.text.holes import (
     MAX_HOLE_TOKENS,
     apply_fills,
     find_holes,
@@ -62,7 +62,7 @@ def test_not_markers():
 
 
 def test_budget_limits_match_engine():
-    from infill import engine
+    from infill.engine import fill as engine
 
     assert MAX_HOLE_TOKENS == engine.MAX_HOLE_TOKENS
 

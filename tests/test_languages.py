@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from infill import languages
+from infill.syntax import languages
 
 SNIPPETS = {
     "python": "def f(x):\n    return [x, {'a': (1, 2)}]\n",
@@ -47,7 +47,7 @@ def test_lookup_by_lsp_id_extension_or_path(key, name):
 
 
 def test_unknown_language_is_none_and_logged_once(caplog):
-    with caplog.at_level(logging.WARNING, logger="infill.languages"):
+    with caplog.at_level(logging.WARNING, logger="infill.syntax.languages"):
         assert languages.grammar("cobol-unknown-2") is None
         assert languages.grammar("cobol-unknown-2") is None
         assert languages.grammar(None) is None
@@ -59,6 +59,6 @@ def test_uninstalled_grammar_degrades(monkeypatch, caplog):
     monkeypatch.setitem(languages.specs(), "nolang", spec)
     monkeypatch.setitem(languages._index(), "nolang", "nolang")
     monkeypatch.setattr(languages, "_grammars", {})
-    with caplog.at_level(logging.WARNING, logger="infill.languages"):
+    with caplog.at_level(logging.WARNING, logger="infill.syntax.languages"):
         assert languages.grammar("nolang") is None
     assert "unavailable" in caplog.text

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from infill.errors import ModelLoadError
-from infill.model import DiffusionLM, ModelConfig, layout_mask, load_model, save_model
+from infill.model.network import DiffusionLM, ModelConfig, layout_mask, load_model, save_model
 
 CFG = ModelConfig(vocab_size=100, d_model=32, n_layers=2, n_heads=2, d_ff=64)
 

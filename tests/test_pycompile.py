@@ -1,11 +1,11 @@
-"""Python's compiler as the strict judge of Python fills (infill/pycompile.py via syntax.Document)."""
+"""Python's compiler as the strict judge of Python fills (infill/lang/python/pycompile.py via syntax.Document)."""
 
 import pytest
 
-from infill.constraints import is_valid
-from infill.languages import grammar
-from infill.pycompile import first_error, line_broken
-from infill.syntax import Document
+from infill.syntax.constraint import is_valid
+from infill.syntax.languages import grammar
+from infill.lang.python.pycompile import first_error, line_broken
+from infill.syntax.document import Document
 
 BODY_LEFT_BEHIND = "def f(xs):\n    total = 0\n\n        total += x\n    return total\n"
 AT = BODY_LEFT_BEHIND.index("\n        total") + 1

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from infill import refactor
+from infill.refactor import run as refactor
 from infill.cli import main
-from infill.engine import Engine
-from infill.languages import grammar
+from infill.engine.fill import Engine
+from infill.syntax.languages import grammar
 from infill.protocol import Fill, FillResult, Timings
-from infill.recipes import recipe
+from infill.refactor.recipes import recipe
 
 PY = '''def add(a, b):
     return a + b

@@ -2,7 +2,7 @@
 
 import pytest
 
-from infill.repeats import cut_repeats
+from infill.engine.repeats import cut_repeats
 
 BEFORE = "def get(self, key):\n    self.hits += 1\n"
 AFTER = "\n    return self._items[key]\n"

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from infill.errors import Cancelled
-from infill.model import BoundContext, DiffusionLM, ModelConfig
-from infill.sampler import (Schedule, Windows, choose, denoise, denoise_steps, pad_tail, propose, ranked, tokens_this_step,
+from infill.model.network import BoundContext, DiffusionLM, ModelConfig
+from infill.decode.sampler import (Schedule, Windows, choose, denoise, denoise_steps, pad_tail, propose, ranked, tokens_this_step,
                             top_p_filter)
 
 V = 16
@@ -230,7 +230,7 @@ def test_a_fill_ends_only_where_everything_before_it_is_decided():
 
 
 def test_first_masked_is_per_hole():
-    from infill.sampler import first_masked
+    from infill.decode.sampler import first_masked
 
     hole = torch.tensor([[0, 0, 0, 1, 1, -1]])
     masked = torch.tensor([[False, True, True, True, True, False]])
@@ -238,7 +238,7 @@ def test_first_masked_is_per_hole():
 
 
 def test_a_refusal_holds_back_only_its_own_holes_later_slots():
-    from infill.sampler import past_refusal
+    from infill.decode.sampler import past_refusal
 
     hole = torch.tensor([[0, 0, 0, 1, 1, -1]])
     refused = torch.tensor([[False, True, False, False, False, False]])
@@ -292,7 +292,7 @@ def test_finished_rows_are_left_out_of_the_model_calls():
 
 
 def test_active_rows_give_the_same_states_as_all_rows():
-    from infill.sampler import ActiveRows
+    from infill.decode.sampler import ActiveRows
 
     model = _tiny()
     ctx_ids = torch.randint(3, 64, (3, 10), generator=torch.Generator().manual_seed(1))
@@ -311,7 +311,7 @@ class EndOnlyAtFirst:
     """A constraint that lets one slot a step through: the first masked one."""
 
     def steer(self, state, proposal, candidates, alternatives):
-        from infill.sampler import first_masked
+        from infill.decode.sampler import first_masked
 
         return proposal, candidates & first_masked(state.hole, state.masked)
 
@@ -415,7 +415,7 @@ def test_a_hole_stuck_beside_one_that_goes_on_is_rescued():
 
 
 def test_left_to_right_holes_side_by_side_go_on_together():
-    from infill.sampler import hole_rank
+    from infill.decode.sampler import hole_rank
 
     assert hole_rank(torch.tensor([[0, 0, 0, 1, 1, -1]])).tolist() == [[0, 1, 2, 0, 1, 0]]
     state = fresh(W=6, holes=[0, 0, 0, 1, 1, 1])

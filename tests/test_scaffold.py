@@ -5,11 +5,11 @@ import re
 import pytest
 import torch
 
-from infill import scaffold
-from infill.constraints import RequestCheck, for_chunk
+from infill.lang.python import scaffold
+from infill.syntax.constraint import RequestCheck, for_chunk
 from infill.protocol import Fill, FillRequest, FillResult, Hole, SamplingOptions, Timings
-from infill.sampler import Windows
-from infill.shape import Shape, shape_of
+from infill.decode.sampler import Windows
+from infill.lang.python.shape import Shape, shape_of
 
 # A loop and the ``if`` in it cut out above their body, whose ``else`` follows.
 NESTED = "def f(s):\n    out = ''\n|            out += c\n        else:\n            out = c\n    return out\n"

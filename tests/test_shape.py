@@ -5,10 +5,10 @@ from dataclasses import replace
 import pytest
 
 from infill.protocol import FillRequest, Hole, SamplingOptions
-from infill.shape import Shape, before_opener, first_round_shape, shape_of, strict_shape
-from infill.steering import Lexer
-from infill.languages import grammar
-from infill.syntax import Document, hole_context
+from infill.lang.python.shape import Shape, before_opener, first_round_shape, shape_of, strict_shape
+from infill.syntax.steering import Lexer
+from infill.syntax.languages import grammar
+from infill.syntax.document import Document, hole_context
 
 
 def request(doc: str, language: str = "python", constrained: bool = True) -> FillRequest:
@@ -77,7 +77,7 @@ def test_no_shape_where_stand_ins_cannot_tell(doc, language, constrained):
 
 
 def test_the_syntax_checks_reuse_the_document_shape_finding_parsed(monkeypatch):
-    from infill import constraints
+    from infill.syntax import constraint as constraints
 
     req = request("def f(xs):\n    t = 0\n|")  # nothing after the hole: no shape, but a parsed document
     shape = shape_of(req)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from infill.textpos import (
+from infill.text.textpos import (
     blank_around,
     byte_to_point,
     byte_to_str,

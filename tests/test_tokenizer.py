@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from infill.errors import ModelLoadError
-from infill.tokenizer import EOS, MASK, PAD, Tokenizer, tokens_per_byte, train_tokenizer
+from infill.model.tokenizer import EOS, MASK, PAD, Tokenizer, tokens_per_byte, train_tokenizer
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 MODULES = ["textwrap.py", "dataclasses.py", "argparse.py", "json/decoder.py", "contextlib.py"]

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from infill.engine import Engine, EngineConfig
+from infill.engine.fill import Engine, EngineConfig
 from infill.errors import InputError, ModelLoadError
-from infill.model import ModelConfig, load_model
-from infill.objective import ObjectiveConfig, collate, infill_row, make_row, pick_span
+from infill.model.network import ModelConfig, load_model
+from infill.train.objective import ObjectiveConfig, collate, infill_row, make_row, pick_span
 from infill.protocol import FillRequest, Hole
-from infill.tokenizer import train_tokenizer
-from infill.train import TrainConfig, load_checkpoint, lr_at, progress, train
+from infill.model.tokenizer import train_tokenizer
+from infill.train.loop import TrainConfig, load_checkpoint, lr_at, progress, train
 
 TINY = dict(
     model=ModelConfig(d_model=32, n_layers=2, n_heads=2, d_ff=64, max_context=96),
@@ -141,7 +141,7 @@ def test_init_from_continues_an_exported_model_and_records_its_history(tmp_path,
     facts = json.loads((second / "config.json").read_text())["training"]
     assert facts["steps"] == 2 and facts["init_from"]["steps"] == 3 and facts["init_from"]["path"] == str(first)
     assert "Continued from" in (second / "MODEL_CARD.md").read_text()
-    from infill.model_card import run_chain
+    from infill.train.model_card import run_chain
 
     chain = run_chain(facts["init_from"], [{"step": 1, "loss": 1.0, "tokens": 10}], second.parent)
     assert [Path(name).name for name, _ in chain] == ["first", "second"] and len(chain[0][1]) == 3
@@ -181,8 +181,8 @@ def test_infill_card_adds_benchmark_results_and_notes(tmp_path, corpus, tok, cap
 
 
 def test_context_stride_counts_every_nth_context_token(tok, monkeypatch):
-    from infill.model import DiffusionLM
-    from infill.objective import diffusion_loss, next_token_targets
+    from infill.model.network import DiffusionLM
+    from infill.train.objective import diffusion_loss, next_token_targets
 
     text = "\n".join(f"value_{i} = compute({i}, {i + 1})" for i in range(60)) + "\n"
     cfg = ObjectiveConfig(seq_len=128, max_window=32)

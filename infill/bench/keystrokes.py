@@ -1,6 +1,6 @@
 """Keystroke-to-inline-completion latency through the real language server (``infill bench lsp``).
 
-The benchmark starts ``python -m infill_lsp`` as a subprocess (stdio, the same server an editor
+The benchmark starts ``python -m infill.lsp`` as a subprocess (stdio, the same server an editor
 runs), talks to it with pygls' language client, and simulates people typing:
 
 - each document is a slice of a real standard-library module (``argparse.py`` first) holding about
@@ -79,7 +79,7 @@ class Document:
     records: list[dict] = field(default_factory=list)
 
     def position(self, offset: int | None = None) -> types.Position:
-        from infill.textpos import str_to_lsp
+        from infill.text.textpos import str_to_lsp
 
         line, character = str_to_lsp(self.text, self.cursor if offset is None else offset, "utf-16")
         return types.Position(line=line, character=character)
@@ -253,7 +253,7 @@ async def check_sync(client, doc: Document, timeout_s: float) -> bool | None:
     ``textDocument/completion`` answers with the identifier before the cursor *as the server sees
     it* (the item's filter text and edit range); after incremental edits it must match ours.
     """
-    from infill_lsp.documents import word_before
+    from infill.lsp.documents import word_before
 
     params = types.CompletionParams(text_document=types.TextDocumentIdentifier(uri=doc.uri), position=doc.position(),
                                     context=types.CompletionContext(trigger_kind=types.CompletionTriggerKind.Invoked))
@@ -300,7 +300,7 @@ def summarize_phase(records: list[dict]) -> dict:
 
 def server_command(model_dir: Path | None, device: str, threads: int | None, log_file: Path | None,
                    precision: str = "auto") -> list[str]:
-    cmd = [sys.executable, "-m", "infill_lsp", "--device", device, "--precision", precision]
+    cmd = [sys.executable, "-m", "infill.lsp", "--device", device, "--precision", precision]
     if model_dir is not None:
         cmd += ["--model", str(model_dir)]
     if threads:
@@ -432,12 +432,12 @@ def run_keystrokes(model_dir: Path | str | None = None, *, documents: int | Sequ
                    constrained: bool | None = None, device: str = "auto", threads: int | None = None,
                    precision: str = "auto", timeout_s: float = 60.0, seed: int = 0, out_dir: Path | str | None = None,
                    progress: bool = False) -> dict:
-    """Run the benchmark against a fresh ``python -m infill_lsp``; the summary (also written to disk).
+    """Run the benchmark against a fresh ``python -m infill.lsp``; the summary (also written to disk).
 
     ``documents``: one phase per value, in order, in the same server session (e.g. ``(1, 8)``).
     """
-    from infill.engine import DEFAULT_MODEL_DIR
-    from infill.tokenizer import Tokenizer
+    from infill.engine.fill import DEFAULT_MODEL_DIR
+    from infill.model.tokenizer import Tokenizer
 
     phases = [documents] if isinstance(documents, int) else list(documents)
     if not phases or any(n < 1 for n in phases):

@@ -23,8 +23,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ..protocol import FillResult, SamplingOptions
-from .quality import (BENCHMARKS, DEFAULT_MAX_TOKENS, DEFAULT_OUT_ROOT, _progress, build_request, generate, load_tasks,
+from infill.protocol import FillResult, SamplingOptions
+from infill.bench.quality import (BENCHMARKS, DEFAULT_MAX_TOKENS, DEFAULT_OUT_ROOT, _progress, build_request, generate, load_tasks,
                       machine_info, parses, write_results)
 
 MODES = {"unconstrained": False, "constrained": True}

@@ -159,7 +159,7 @@ def make_requests(engine, sources: list[str], n: int, window: int, options: Samp
 
 def engine_for_context(engine, context_tokens: int):
     """A view of ``engine`` (same model and tokenizer) whose context budget is ``context_tokens``."""
-    from infill.engine import Engine
+    from infill.engine.fill import Engine
 
     config = dataclasses.replace(engine.config, context_tokens=context_tokens)
     return Engine(engine.model, engine.tokenizer, config, model_id=engine.model_id)

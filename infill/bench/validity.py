@@ -54,12 +54,12 @@ from rich.console import Console
 from rich.table import Table
 
 from infill.bench.quality import DEFAULT_OUT_ROOT, REPO_ROOT, FillEngine, _fill_one, _progress, machine_info, write_results
-from infill.constraints import is_valid
+from infill.syntax.constraint import is_valid
 from infill.errors import InfillError, InputError
-from infill.languages import grammar as lookup_grammar, spec_for
+from infill.syntax.languages import grammar as lookup_grammar, spec_for
 from infill.protocol import FillRequest, FillResult, Hole, Policy, SamplingOptions
-from infill.syntax import closing_quote, error_spans
-from infill.textpos import byte_to_str, str_to_byte
+from infill.syntax.document import closing_quote, error_spans
+from infill.text.textpos import byte_to_str, str_to_byte
 
 log = logging.getLogger(__name__)
 

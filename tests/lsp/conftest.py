@@ -1,4 +1,4 @@
-"""Fixtures for the language server tests: a pytest-lsp client talking to ``python -m infill_lsp``
+"""Fixtures for the language server tests: a pytest-lsp client talking to ``python -m infill.lsp``
 over stdio, with the tiny random model (``tiny_model_dir`` from tests/conftest.py)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 REPO = Path(__file__).resolve().parents[2]
-SERVER = [sys.executable, "-m", "infill_lsp", "--device", "cpu", "--threads", "1", "--precision", "fp32"]  # as tiny_engine: the same fills
+SERVER = [sys.executable, "-m", "infill.lsp", "--device", "cpu", "--threads", "1", "--precision", "fp32"]  # as tiny_engine: the same fills
 
 # Fast settings for the tiny model: small windows, two denoising steps, no debounce.
 FAST = {"maxTokens": 8, "steps": 2, "debounceMs": 0, "device": "cpu"}

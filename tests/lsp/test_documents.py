@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from infill.protocol import Hole
-from infill.textpos import lsp_to_str as offset_at
-from infill.textpos import str_to_lsp as position_at
-from infill_lsp.documents import fill_sites, prepare, word_before
-from infill_lsp.options import Options, parse_options
+from infill.text.textpos import lsp_to_str as offset_at
+from infill.text.textpos import str_to_lsp as position_at
+from infill.lsp.documents import fill_sites, prepare, word_before
+from infill.lsp.options import Options, parse_options
 
 TEXT = "a😀b\r\n\tx = 中文\ry\n"
 

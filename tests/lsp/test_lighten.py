@@ -1,7 +1,7 @@
-"""Under load, elastic fills give up candidates, then steps (infill_lsp.scheduler.lighten)."""
+"""Under load, elastic fills give up candidates, then steps (infill.lsp.scheduler.lighten)."""
 
 from infill.protocol import FillRequest, Hole, SamplingOptions
-from infill_lsp.scheduler import lighten
+from infill.lsp.scheduler import lighten
 
 
 def test_lighten_sheds_candidates_then_steps():

@@ -32,7 +32,7 @@ def test_neovim_completes_and_accepts(tmp_path, tiny_model_dir, tiny_engine):
     env = {
         **os.environ,
         "INFILL_NVIM_OUT": str(out), "INFILL_NVIM_FILE": str(path), "INFILL_NVIM_LINE": "6",
-        "INFILL_NVIM_CMD": json.dumps([sys.executable, "-m", "infill_lsp", "--threads", "1"]),
+        "INFILL_NVIM_CMD": json.dumps([sys.executable, "-m", "infill.lsp", "--threads", "1"]),
         "INFILL_NVIM_OPTIONS": json.dumps(options),
         "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_DATA_HOME": str(tmp_path / "data"),
         "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
@@ -44,7 +44,7 @@ def test_neovim_completes_and_accepts(tmp_path, tiny_model_dir, tiny_engine):
     assert status == "OK", (status, buffer, proc.stderr.decode(errors="replace"))
     offset = SOURCE.index("hel\n") + 3
     # The engine's fill, at its usual settings or lightened to one candidate (Neovim may ask twice
-    # at once, and the scheduler then sheds work: infill_lsp/scheduler.py, lighten).
+    # at once, and the scheduler then sheds work: lsp/scheduler.py, lighten).
     fills = {tiny_engine.fill(FillRequest(text=SOURCE, holes=[Hole(offset, offset, 8)], language="python",
                                           options=SamplingOptions(steps=2, candidates=n))).fills[0].text for n in (0, 1)}
     assert all(f.strip() for f in fills)

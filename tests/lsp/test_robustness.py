@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-SERVER = [sys.executable, "-m", "infill_lsp", "--device", "cpu", "--threads", "1"]
+SERVER = [sys.executable, "-m", "infill.lsp", "--device", "cpu", "--threads", "1"]
 
 
 class RawClient:

@@ -14,7 +14,7 @@ import pytest
 
 from infill.errors import Cancelled, RequestError
 from infill.protocol import FillRequest, Hole, SamplingOptions
-from infill_lsp.scheduler import Scheduler
+from infill.lsp.scheduler import Scheduler
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -106,7 +106,7 @@ def _free_port() -> int:
 def _model_dir(request) -> Path:
     if os.environ.get("INFILL_E2E_MODEL"):
         return Path(os.environ["INFILL_E2E_MODEL"])
-    from infill.engine import DEFAULT_MODEL_DIR
+    from infill.engine.fill import DEFAULT_MODEL_DIR
 
     if (DEFAULT_MODEL_DIR / "config.json").is_file():
         return DEFAULT_MODEL_DIR
@@ -114,9 +114,9 @@ def _model_dir(request) -> Path:
 
 
 def _expected_completion(engine, text: str, offset: int) -> str:
-    """The fill the server computes at `offset` (infill_lsp.server.fill_at_cursor)."""
+    """The fill the server computes at `offset` (infill.lsp.server.fill_at_cursor)."""
     from infill.protocol import FillRequest, Hole, SamplingOptions
-    from infill_lsp import documents
+    from infill.lsp import documents
 
     prepared = documents.prepare(text, [Hole(offset, offset, OPTIONS["maxTokens"])])
     request = FillRequest(text=prepared.text, holes=prepared.holes, language="python",
@@ -125,9 +125,9 @@ def _expected_completion(engine, text: str, offset: int) -> str:
 
 
 def _expected_holes(engine, text: str) -> str:
-    """The document after infill.fillHoles (infill_lsp.server.fill_holes)."""
+    """The document after infill.fillHoles (infill.lsp.server.fill_holes)."""
     from infill.protocol import FillRequest, SamplingOptions
-    from infill_lsp import documents
+    from infill.lsp import documents
 
     clean, holes, sites = documents.fill_sites(text, 0, len(text), OPTIONS["maxTokens"])
     prepared = documents.prepare(clean, holes)
@@ -156,7 +156,7 @@ def _vsix(tmp_path: Path) -> Path:
 @pytest.mark.skipif(not CODE_SERVER.exists() or not NODE.exists(), reason=f"run vscode-extension/e2e/setup.sh first ({TOOLS} is missing)")
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install chromium)")
 def test_vscode_extension_end_to_end(tmp_path, request):
-    from infill.engine import DEFAULT_MODEL_DIR, Engine, EngineConfig
+    from infill.engine.fill import DEFAULT_MODEL_DIR, Engine, EngineConfig
 
     started = time.monotonic()
     model_dir = _model_dir(request)

@@ -27,7 +27,7 @@ import { DiscoveryError, ServerCommand, discoverServer, expandPath } from "./dis
 import { affectsServer, configurationPayload, needsRestart, toServerOptions } from "./settings";
 import { StatusState, fromServerMessage, fromStatusNotification, render } from "./status";
 
-/** The languages infill's grammars cover (infill/grammars); the server answers others too, unconstrained. */
+/** The languages infill's grammars cover (grammars); the server answers others too, unconstrained. */
 export const LANGUAGES = ["python", "javascript", "javascriptreact", "typescript", "typescriptreact", "go", "rust", "java", "c", "cpp"];
 const SERVER_FILL_HOLES = "infill.fillHoles"; // the server's command (registered by the language client)
 const START_TIMEOUT_MS = 60_000;

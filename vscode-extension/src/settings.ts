@@ -1,10 +1,10 @@
-// The `infill.*` settings that belong to the server (infill_lsp/options.py), as the object sent
+// The `infill.*` settings that belong to the server (lsp/options.py), as the object sent
 // in initializationOptions and in workspace/didChangeConfiguration. Client-only settings
 // (enable, serverPath, serverArgs, trace) never reach the server: it would call them unknown.
 
 import { expandPath } from "./discovery";
 
-/** The server's options, by their camelCase names (infill_lsp/options.py). */
+/** The server's options, by their camelCase names (lsp/options.py). */
 export interface ServerOptions {
     modelPath?: string;
     device?: string;

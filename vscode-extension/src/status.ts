@@ -1,6 +1,6 @@
 // What the status bar item shows, from what the server says. Pure: no VS Code import.
 //
-// The server (infill_lsp/server.py) reports the loaded model in a window/logMessage
+// The server (lsp/server.py) reports the loaded model in a window/logMessage
 // "infill: loaded <model> on <device> (<precision>)" and a failed load in a window/showMessage
 // "infill: could not load the model: <reason>". If it also sends the notification
 // `infill/status` ({state, model, device, latencyMs, message}), that is used as well.

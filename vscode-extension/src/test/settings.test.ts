@@ -45,10 +45,10 @@ test("which changes restart the server and which are sent to it", () => {
     assert.equal(affectsServer(only("infill.enable")), false);
 });
 
-test("package.json settings mirror the server's options (infill_lsp/options.py)", (t) => {
-    const optionsPy = path.resolve(ROOT, "..", "infill_lsp", "options.py");
+test("package.json settings mirror the server's options (lsp/options.py)", (t) => {
+    const optionsPy = path.resolve(ROOT, "..", "lsp", "options.py");
     if (!fs.existsSync(optionsPy)) {
-        t.skip("infill_lsp/options.py not found");
+        t.skip("lsp/options.py not found");
         return;
     }
     const src = fs.readFileSync(optionsPy, "utf8");

@@ -1,0 +1,431 @@
+"""Masked-diffusion denoising: fill every masked window slot in parallel over a few steps.
+
+A pure generator of per-step states. It takes a model, a bound context (the encoded text around
+the holes), the window slots, a schedule, per-row random generators and a constraint; it does no
+I/O, reads no config, picks no device, and knows nothing of tokenizers or tree-sitter.
+
+Each step: one forward pass over all windows gives a distribution per masked slot; a token is
+proposed for each (greedy, or sampled with temperature and top-p); the slots to commit are chosen
+by a policy (confidence, margin or entropy, or left to right in each hole, the holes of a row
+side by side), either a fixed number per step (spread so that the fill takes ``steps`` steps) or
+every slot above a confidence threshold (at least one per row). A hole whose slots the
+constraint all refuses takes the best token it allows from deeper in the ranking (rescue).
+A committed slot is kept unless the constraint asks to remask it; context is never rewritten.
+A window is pad-terminated: committing pad at a slot commits pad to every later masked slot of
+the same hole, so a window of N slots expresses any fill of up to N tokens.
+
+A row whose slots are all committed drops out of the model calls (rows are independent
+candidates); a row the constraint holds back gets ``overrun`` more of its steps, then commits what
+is left at once (repair and selection judge it), so no batch waits long for one slow row.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Callable, Iterator, Protocol
+
+import torch
+
+from infill.errors import Cancelled
+from infill.model.network import BoundContext, DiffusionLM
+
+
+@dataclass(frozen=True)
+class Schedule:
+    steps: int  # denoising steps for a row (its masked slots spread evenly over them)
+    threshold: float | None = None  # commit every slot with confidence above this instead
+    policy: str = "confidence"  # confidence | margin | entropy | left-to-right: which slots first
+    temperature: float = 0.0  # 0 = greedy
+    top_p: float = 1.0
+    max_repair_rounds: int = 1  # how often a constraint may send a full draft back
+    max_repair_share: float = 0.5  # a row with more of its slots flagged is not repaired (too costly)
+    repair_pace: float = 0.25  # a repair round's steps, as a share of the steps its slots took the first time
+    pad_in_order: bool = True  # pad only at a hole's first masked slot (the end is decided last)
+    overrun: float = 0.0  # a row held back (constraint, pad order) may take this share more steps,
+    # then commits what is left at once: a batch never waits long for one slow row
+    alternatives: int = 8  # a token the constraint refuses is replaced by the next best it allows, tried this deep
+
+
+@dataclass
+class Windows:
+    """The denoising state: one row per candidate, W slots per row (all holes of a request)."""
+
+    ids: torch.Tensor  # [R, W] long; mask id where still masked
+    pos: torch.Tensor  # [R, W] long; absolute positions in the row's layout
+    hole: torch.Tensor  # [R, W] long; hole number of each slot, -1 for batch padding
+    masked: torch.Tensor  # [R, W] bool
+    logprob: torch.Tensor  # [R, W] float; log-probability of each committed token when committed
+    no_pad: torch.Tensor | None = None  # [R, W] bool: slots that may not be pad (a hole's minimum)
+
+    @property
+    def valid(self) -> torch.Tensor:
+        return self.hole >= 0
+
+
+@dataclass(frozen=True)
+class Step:
+    """The state after one denoising step (tensors are snapshots; safe to keep)."""
+
+    step: int
+    ids: torch.Tensor
+    masked: torch.Tensor
+    logprob: torch.Tensor
+    committed: torch.Tensor  # [R, W] bool: slots committed in this step
+    done: bool
+
+
+class Constraint(Protocol):
+    """The sampler's hook for syntax guidance. The sampler has no grammar knowledge of its own."""
+
+    def steer(self, state: Windows, proposal: torch.Tensor, candidates: torch.Tensor,
+              alternatives: Callable[[int, int], list[int]] | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Of the slots ``candidates`` [R, W] that could be committed with tokens ``proposal``
+        [R, W] this step: the tokens to commit ([R, W]: the proposal, or where the constraint
+        refuses it, it may take the first of ``alternatives(row, slot)`` (the model's next
+        choices, best first) it allows) and which slots may be committed (bool [R, W])."""
+        ...
+
+    def remask(self, state: Windows) -> torch.Tensor:
+        """After a full draft: slots to mask and denoise again (bool [R, W]; none = accept)."""
+        ...
+
+    # Optional: ``first_admissible(state, row, slot, tokens) -> int | None``, the first of
+    # ``tokens`` (best first) that slot ``slot`` of row ``row`` may take, None if none or if it
+    # cannot tell; asked when a row has nothing it may commit after ``alternatives``.
+
+
+class NoConstraint:
+    def steer(self, state: Windows, proposal: torch.Tensor, candidates: torch.Tensor, alternatives) -> tuple[torch.Tensor, torch.Tensor]:
+        return proposal, candidates
+
+    def remask(self, state: Windows) -> torch.Tensor:
+        return torch.zeros_like(state.masked)
+
+
+class CancelFlag(Protocol):
+    def is_set(self) -> bool: ...
+
+
+# ----------------------------------------------------------------------------------------------
+# Pure functions of one step.
+
+
+def propose(
+    logp: torch.Tensor, schedule: Schedule, noise: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per slot: proposed token, its log-probability, its confidence, and the policy's score.
+
+    logp [..., V]: log-probabilities (log_softmax of the logits, mask already forbidden);
+    ``noise`` uniform [..., V] when sampling with a temperature. Returns four tensors of shape
+    logp.shape[:-1].
+    """
+    dist = sampling_dist(logp, schedule)
+    keys = dist + gumbel(noise, dist) if schedule.temperature > 0 else logp
+    token = keys.max(-1).indices  # as argmax (the first of equals), and 3x faster on CPU
+    return (token, *judge_tokens(logp, dist, token, schedule))
+
+
+def sampling_dist(logp: torch.Tensor, schedule: Schedule) -> torch.Tensor:
+    """The log-probabilities tokens are drawn from: ``logp`` itself when greedy, else tempered
+    (and cut to the nucleus)."""
+    if schedule.temperature <= 0:
+        return logp
+    tempered = torch.log_softmax(logp / schedule.temperature, dim=-1)
+    return top_p_filter(tempered, schedule.top_p) if schedule.top_p < 1.0 else tempered
+
+
+def gumbel(noise: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    return -torch.log(-torch.log(noise.to(like.device).clamp_min(1e-20)))
+
+
+def judge_tokens(logp: torch.Tensor, dist: torch.Tensor, token: torch.Tensor,
+                 schedule: Schedule) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per slot, for its ``token``: the log-probability, the confidence (under ``dist``) and the policy's score."""
+    conf = dist.gather(-1, token[..., None])[..., 0].exp()
+    if schedule.policy in ("confidence", "left-to-right"):  # left-to-right reorders in the loop
+        score = conf
+    elif schedule.policy == "margin":
+        top2 = dist.topk(2, dim=-1).values.exp()
+        score = top2[..., 0] - top2[..., 1]
+    elif schedule.policy == "entropy":
+        score = (dist.exp() * dist.clamp_min(-1e9)).sum(-1)  # minus the entropy: higher is surer
+    else:
+        raise ValueError(f"unknown unmasking policy {schedule.policy!r}")
+    return logp.gather(-1, token[..., None])[..., 0], conf, score
+
+
+def ranked(logp: torch.Tensor, schedule: Schedule, noise: torch.Tensor | None, depth: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per slot, the ``depth`` tokens :func:`propose` would pick, best first (the first is its
+    proposal, the next are what it proposes once those before are ruled out) [..., depth]; and
+    the sampling distribution."""
+    dist = sampling_dist(logp, schedule)
+    keys = dist + gumbel(noise, dist) if schedule.temperature > 0 else logp
+    return keys.topk(min(depth, keys.shape[-1]), dim=-1).indices, dist
+
+
+def scatter(values: torch.Tensor, where: torch.Tensor, fill) -> torch.Tensor:
+    """Place values [N] at the True slots of where [R, W]; ``fill`` elsewhere."""
+    out = torch.full(where.shape, fill, dtype=values.dtype, device=values.device)
+    out[where] = values
+    return out
+
+
+def top_p_filter(logp: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Keep the smallest set of tokens whose probability reaches top_p; renormalise."""
+    sorted_lp, order = logp.sort(-1, descending=True)
+    cum = sorted_lp.exp().cumsum(-1)
+    drop_sorted = (cum - sorted_lp.exp()) >= top_p  # the first token is always kept
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return torch.log_softmax(logp.masked_fill(drop, float("-inf")), dim=-1)
+
+
+def tokens_this_step(remaining: torch.Tensor, steps_left: torch.Tensor | int) -> torch.Tensor:
+    """How many slots each row commits now so that ``remaining`` [R] finish in ``steps_left`` [R]."""
+    left = torch.as_tensor(steps_left, device=remaining.device).clamp_min(1)
+    return torch.ceil(remaining.float() / left.float()).long()
+
+
+def choose(score: torch.Tensor, conf: torch.Tensor, allowed: torch.Tensor, k: torch.Tensor, threshold: float | None) -> torch.Tensor:
+    """Slots to commit [R, W]: the k best allowed by score, or all allowed above threshold.
+
+    A row with masked slots but nothing allowed commits its best masked slot anyway, so a fill
+    always progresses (the constraint can still repair it later).
+    """
+    neg = torch.finfo(score.dtype).min
+    s = score.masked_fill(~allowed, neg)
+    if threshold is not None:
+        pick = allowed & (conf >= threshold)
+        k = torch.ones_like(k)  # at least one per row
+    else:
+        pick = torch.zeros_like(allowed)
+    order = s.argsort(dim=-1, descending=True)
+    rank = torch.empty_like(order).scatter_(-1, order, torch.arange(s.shape[-1], device=s.device).expand_as(order))
+    pick |= allowed & (rank < k[:, None])
+    return pick
+
+
+RESCUE_TOKENS = 64  # how deep a stuck hole's first masked slot looks for a token the constraint allows
+
+
+def rescue(constraint, state: Windows, candidates: torch.Tensor, allowed: torch.Tensor, logp_all: torch.Tensor,
+           proposal: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> None:
+    """Holes with masked slots but nothing allowed: their first masked slot takes the best of its
+    RESCUE_TOKENS most likely tokens that the constraint allows (in place: ``allowed`` and the
+    proposal's token, log-probability and confidence), where the constraint can tell one."""
+    ask = getattr(constraint, "first_admissible", None)
+    stuck_holes = per_hole_count(state.hole, candidates).gt(0) & per_hole_count(state.hole, allowed).eq(0)  # [R, H]
+    if ask is None or not stuck_holes.any():
+        return
+    first = first_masked(state.hole, candidates)
+    stuck = first & stuck_holes.gather(1, state.hole.clamp_min(0)) & (state.hole >= 0)
+    token, logp, conf = proposal
+    index = numbered(candidates)  # row of logp_all
+    for r, slot in stuck.nonzero().tolist():
+        lp = logp_all[index[r, slot]]
+        best = lp.topk(min(RESCUE_TOKENS, lp.shape[0])).indices.tolist()
+        t = ask(state, r, slot, best)
+        if t is not None:
+            token[r, slot], logp[r, slot], conf[r, slot] = t, lp[t], lp[t].exp()
+            allowed[r, slot] = True
+
+
+def per_hole_count(hole: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
+    """[R, H] long: how many slots of each hole (0 .. H-1) ``where`` [R, W] marks in each row."""
+    n = int(hole.max()) + 1 if hole.numel() else 0
+    count = torch.zeros((hole.shape[0], max(n, 1)), dtype=torch.long, device=hole.device)
+    return count.scatter_add_(1, hole.clamp_min(0), (where & (hole >= 0)).long())
+
+
+def numbered(where: torch.Tensor) -> torch.Tensor:
+    """[R, W] long: the True slots of ``where`` numbered 0, 1, ... in row-major order; -1 elsewhere."""
+    out = torch.full(where.shape, -1, dtype=torch.long, device=where.device)
+    out[where] = torch.arange(int(where.sum()), device=where.device)
+    return out
+
+
+def first_masked(hole: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+    """[R, W] bool: the first still-masked slot of each hole."""
+    return masked & (per_hole_cumsum(hole, masked) == 1)
+
+
+def per_hole_cumsum(hole: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
+    """[R, W] long: at each slot of a hole, how many of that hole's slots up to it ``where`` marks
+    (0 outside holes)."""
+    out = torch.zeros_like(hole)
+    for h in hole.unique().tolist():
+        if h >= 0:
+            in_h = hole == h
+            out += torch.where(in_h, (where & in_h).long().cumsum(1), 0)
+    return out
+
+
+def hole_rank(hole: torch.Tensor) -> torch.Tensor:
+    """[R, W] long: each slot's index in its hole (0 for its first slot; holes side by side go on
+    together in a left-to-right order, a step's slots spread over them)."""
+    return (per_hole_cumsum(hole, hole >= 0) - 1).clamp_min(0)
+
+
+def past_refusal(hole: torch.Tensor, refused: torch.Tensor) -> torch.Tensor:
+    """[R, W] bool: the slots at or after a refused slot of the same hole (a hole's order does not
+    hold back the holes after it)."""
+    return per_hole_cumsum(hole, refused) > 0
+
+
+def pad_tail(hole: torch.Tensor, committed_pad: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+    """Masked slots that follow a committed pad in the same hole (to be filled with pad too)."""
+    return masked & (per_hole_cumsum(hole, committed_pad) - committed_pad.long() > 0)
+
+
+class ActiveRows:
+    """Runs the model on the rows that still have masked slots, in row order.
+
+    Rows are independent candidates, so leaving out the finished ones (short fills end early, and
+    a batch waits for its slowest row) changes nothing for the others. The context is selected
+    again only when the set of active rows changes.
+    """
+
+    def __init__(self, model: DiffusionLM, ctx: BoundContext, pos: torch.Tensor):
+        self.model, self.ctx, self.pos = model, ctx, pos
+        self._key: tuple | None = None
+        self._sub: tuple = ()
+
+    def hidden(self, ids: torch.Tensor, valid: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+        """Hidden states [n, W, d] of the n rows where ``active`` [R] is True."""
+        if bool(active.all()):
+            return self.model.window_hidden(ids, self.pos, valid, self.ctx)
+        rows = active.nonzero().flatten()
+        key = tuple(rows.tolist())
+        if key != self._key:
+            self._key, self._sub = key, (self.ctx.select(rows), self.pos.index_select(0, rows))
+        ctx, pos = self._sub
+        return self.model.window_hidden(ids.index_select(0, rows), pos, valid.index_select(0, rows), ctx)
+
+
+# ----------------------------------------------------------------------------------------------
+# The loop.
+
+
+@torch.no_grad()
+def denoise_steps(
+    model: DiffusionLM,
+    ctx: BoundContext,
+    state: Windows,
+    schedule: Schedule,
+    generators: list[torch.Generator] | None = None,
+    constraint: Constraint | None = None,
+    cancel: CancelFlag | None = None,
+    deadline: float | None = None,
+    row_steps: torch.Tensor | None = None,
+) -> Iterator[Step]:
+    """Denoise ``state`` in place, yielding a Step after each model call.
+
+    ``row_steps`` [R] gives each row its own number of steps (default: schedule.steps for all),
+    so a row behaves the same whatever it is batched with. ``deadline`` is a time.monotonic()
+    value: once passed, the next step commits everything. Raises Cancelled if ``cancel`` is set
+    between steps.
+    """
+    cfg = model.cfg
+    constraint = constraint or NoConstraint()
+    if schedule.temperature > 0 and (generators is None or len(generators) != state.ids.shape[0]):
+        raise ValueError("sampling with temperature needs one torch.Generator per row")
+    valid = state.valid
+    planned = row_steps if row_steps is not None else torch.full((state.ids.shape[0],), schedule.steps)
+    planned = planned.to(state.ids.device).clamp_min(1)
+    steps_left = planned.clone()
+    budget = torch.ceil(planned * (1 + schedule.overrun)).long()  # steps this pass may take, at most
+    rows = ActiveRows(model, ctx, state.pos)
+    repairs = 0
+    step = 0
+    while True:
+        if not state.masked.any():
+            again = constraint.remask(state) & valid
+            content = valid & (state.ids != cfg.pad_id)  # judge the share on the fill's own tokens
+            again &= ((again & content).sum(1) <= schedule.max_repair_share * content.sum(1).clamp_min(1))[:, None]
+            if repairs >= schedule.max_repair_rounds or not again.any():
+                return
+            repairs += 1
+            state.masked |= again
+            state.ids[again] = cfg.mask_id
+            share = again.sum(1).float() / valid.sum(1).clamp_min(1).float()
+            steps_left = torch.ceil(planned * share * schedule.repair_pace).long().clamp_min(1)
+            budget = torch.ceil(steps_left * (1 + schedule.overrun)).long()
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("fill cancelled")
+        # Logits only for masked slots: committed ones need none (the vocabulary projection is
+        # the largest cost of a step for a small model).
+        candidates = state.masked
+        active = candidates.any(1)
+        hidden = rows.hidden(state.ids, valid, active)
+        logits = model.logits(hidden[candidates[active]])
+        logits[:, cfg.mask_id] = float("-inf")
+        if state.no_pad is not None:
+            logits[state.no_pad[candidates], cfg.pad_id] = float("-inf")
+        noise = None
+        if schedule.temperature > 0:  # one generator per row: a row's draws do not depend on its batch
+            noise = torch.stack([torch.rand((state.ids.shape[1], logits.shape[-1]), generator=g) for g in generators])
+            noise = noise[candidates.cpu()]
+        logp_all = torch.log_softmax(logits.float(), dim=-1)
+        tok_m, logp_m, conf_m, score_m = propose(logp_all, schedule, noise)
+        pad_logp = scatter(logp_all[:, cfg.pad_id], candidates, 0.0)
+        token = scatter(tok_m, candidates, cfg.pad_id)
+        logp = scatter(logp_m, candidates, 0.0)
+        conf = scatter(conf_m, candidates, 0.0)
+        score = scatter(score_m, candidates, float("-inf"))
+        row_of = numbered(candidates)  # a slot's row of logp_all
+
+        def alternatives(r: int, k: int) -> list[int]:  # what propose picks at slot k of row r once its proposal is ruled out
+            i = int(row_of[r, k])
+            order = ranked(logp_all[i], schedule, None if noise is None else noise[i], schedule.alternatives + 1)[0][1:]
+            return order[logp_all[i, order] > float("-inf")].tolist()
+
+        steered, allowed = constraint.steer(state, token, candidates, alternatives if schedule.alternatives else None)
+        allowed = allowed & candidates  # a new tensor: later steps narrow it in place
+        changed = candidates & (steered != token)
+        if changed.any():  # the constraint took an alternative: judge it as propose would have
+            i = row_of[changed]
+            token = steered
+            logp[changed], conf[changed], score[changed] = judge_tokens(logp_all[i], sampling_dist(logp_all[i], schedule),
+                                                                        token[changed], schedule)
+        refused = candidates & ~allowed
+        if refused.any():
+            rescue(constraint, state, candidates, allowed, logp_all, (token, logp, conf))
+        if schedule.policy == "left-to-right":  # the autoregressive-equivalent order in each hole, never past a refusal
+            score = torch.where(candidates, -hole_rank(state.hole).float(), float("-inf"))
+            allowed &= ~past_refusal(state.hole, refused)
+        if schedule.pad_in_order:  # a fill may end only where everything before it is decided
+            allowed &= (token != cfg.pad_id) | first_masked(state.hole, state.masked)
+        hurry = deadline is not None and time.monotonic() >= deadline
+        k = tokens_this_step(candidates.sum(1), steps_left)
+        pick = choose(score, conf, allowed, k, schedule.threshold)
+        stuck = candidates.any(1) & ~pick.any(1)  # nothing allowed in a row: take its best slot
+        if stuck.any():
+            pick |= choose(score, conf, candidates, stuck.long(), None) & stuck[:, None]
+        commit_pad = pick & (token == cfg.pad_id)
+        tail = pad_tail(state.hole, commit_pad | (~state.masked & (state.ids == cfg.pad_id) & valid), state.masked & ~pick)
+        token = torch.where(tail, torch.full_like(token, cfg.pad_id), token)
+        logp = torch.where(tail, pad_logp, logp)
+        pick |= tail
+        if hurry:
+            pick = candidates.clone()
+        else:  # rows at the end of their step budget commit everything left
+            pick |= candidates & (budget <= 1)[:, None]
+        state.ids = torch.where(pick, token, state.ids)
+        state.logprob = torch.where(pick, logp, state.logprob)
+        state.masked = state.masked & ~pick
+        steps_left = (steps_left - 1).clamp_min(1)
+        budget -= 1
+        step += 1
+        yield Step(step, state.ids.clone(), state.masked.clone(), state.logprob.clone(), pick, not state.masked.any())
+
+
+def denoise(model: DiffusionLM, ctx: BoundContext, state: Windows, schedule: Schedule, **kwargs) -> tuple[Windows, int]:
+    """Drain denoise_steps; return the final state and the number of model calls."""
+    steps = 0
+    for _ in denoise_steps(model, ctx, state, schedule, **kwargs):
+        steps += 1
+    return state, steps
+
+
+def with_steps(schedule: Schedule, steps: int) -> Schedule:
+    return replace(schedule, steps=max(1, steps))

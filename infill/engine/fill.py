@@ -1,0 +1,713 @@
+"""The engine: FillRequest in, FillResult out. Owns the model, tokenizer, device and batching.
+
+It cuts each request's text into context segments around the holes, trims them to the model's
+context budget (prefix-heavy), encodes the context once, lays out candidate rows (window
+lengths x seeds) and denoises all rows of all requests together, then keeps the best candidate
+of each request. The LSP server, CLI, websocket server and benchmarks are thin shells around it.
+
+It does not parse files, find holes in text, or know about editors; see cli.py and lsp/ for that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import msgspec
+import torch
+
+from infill.syntax import constraint as syntax_constraints
+from infill.lang.python import scaffold
+from infill.model.context_cache import SegmentCache
+from infill.errors import InfillError, ModelLoadError, RequestError
+from infill.model.network import DiffusionLM, load_model, read_config
+from infill.protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
+from infill.engine.repeats import cut_repeats
+from infill.decode.sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, denoise_steps
+from infill.lang.python.shape import Shape, first_round_shape, shape_of, strict_shape
+from infill.model.tokenizer import Tokenizer
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "model" / "default_model"
+MAX_HOLE_TOKENS = 512
+MAX_CUTS = 12  # parses spent cutting an invalid fill back to a valid prefix, longest first, at most
+CUTS_PER_PARSE = 4  # and one more per this many tokens of the fill (a long fill is worth more)
+SHORT_CUTS = 4  # then parses of its shortest prefixes
+HEAD_TOKENS = 32  # the window of a retry's fill that is a block header's head alone
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    model_dir: Path = DEFAULT_MODEL_DIR  # an HF-layout directory (config.json, model.safetensors, tokenizer.json)
+    device: str = "auto"  # auto | cpu | cuda[:N]
+    context_tokens: int | None = None  # context budget; None = what the model was trained on
+    prefix_share: float = 0.75  # of the budget, what the prefix gets when both sides are long
+    tokens_per_step: int = 2  # default schedule: window slots / tokens_per_step steps
+    candidates: int = 2  # default candidates per request (window lengths x seeds)
+    max_batch_slots: int = 4096  # rows x window slots denoised together, at most
+    context_cache_tokens: int = 32768  # encoded context kept for reuse across fills (0 = none)
+    threads: int | None = None  # torch CPU threads; None = torch's default
+    precision: str = "auto"  # auto | fp32 | bf16 (auto: bf16 where the hardware multiplies it natively)
+
+
+@dataclass
+class _Prepared:
+    """A request cut into tokenized context segments and hole windows."""
+
+    request: FillRequest
+    segments: list[list[int]]  # len(holes) + 1 token lists, trimmed to the budget
+    windows: list[int] = field(default_factory=list)  # max slots per hole
+    tokenize_ms: float = 0.0
+    indents: list[str] = field(default_factory=list)  # indentation moved from the prefix into each hole
+    shape: Shape = field(default_factory=Shape)  # its hole's, as stand-in fills tell (an opener goes into the fill)
+    leads: list[list[int]] = field(default_factory=list)  # per hole, the tokens its fill starts with, committed before denoising
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise InfillError(f"--device {name}: CUDA is not available on this machine")
+    if name != "cpu" and not name.startswith("cuda"):
+        raise InfillError(f"unknown device {name!r} (use auto, cpu or cuda)")
+    return torch.device(name)
+
+
+def fast_bf16(device: torch.device) -> bool:
+    """Whether bf16 matrix products are native here: any CUDA GPU, or a CPU with AMX or AVX512-BF16.
+
+    Elsewhere (most laptops: AVX2 only) bf16 is emulated and slower than fp32.
+    """
+    if device.type == "cuda":
+        return True
+    probes = [getattr(torch.cpu, name, None) for name in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")]
+    return any(p is not None and p() for p in probes)
+
+
+def resolve_dtype(precision: str, device: torch.device) -> torch.dtype:
+    """The weights' dtype for ``precision`` (auto | fp32 | bf16) on ``device``."""
+    if precision == "fp32":
+        return torch.float32
+    if precision == "bf16":
+        return torch.bfloat16
+    if precision != "auto":
+        raise InfillError(f"unknown precision {precision!r} (use auto, fp32 or bf16)")
+    return torch.bfloat16 if fast_bf16(device) else torch.float32
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Python's cyclic garbage collector paused for a fill, and restored after as it was.
+
+    A constrained fill allocates many short-lived small objects (lexer states, token texts) that
+    reference counting frees; the collections they would trigger find nothing to free and cost a
+    constrained single-line fill about 2% of its time (HumanEval single-line, 2-core CPU)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def validate(request: FillRequest) -> None:
+    """Raise RequestError unless the holes are in range, ordered and disjoint."""
+    if not request.holes:
+        raise RequestError("the request has no holes")
+    n = len(request.text)
+    prev_end = 0
+    for i, h in enumerate(request.holes):
+        if not (0 <= h.start <= h.end <= n):
+            raise RequestError(f"hole {i} [{h.start}, {h.end}) is outside the text (length {n})")
+        if h.start < prev_end:
+            raise RequestError(f"hole {i} overlaps or precedes the hole before it")
+        if not 1 <= h.max_tokens <= MAX_HOLE_TOKENS:
+            raise RequestError(f"hole {i}: max_tokens must be between 1 and {MAX_HOLE_TOKENS}")
+        if not 0 <= h.min_tokens <= h.max_tokens:
+            raise RequestError(f"hole {i}: min_tokens must be between 0 and max_tokens")
+        prev_end = h.end
+
+
+def segment_texts(request: FillRequest) -> list[str]:
+    """The text before, between and after the holes (len(holes) + 1 pieces)."""
+    out, at = [], 0
+    for h in request.holes:
+        out.append(request.text[at : h.start])
+        at = h.end
+    out.append(request.text[at:])
+    return out
+
+
+def budget_split(lengths: list[int], budget: int, prefix_share: float) -> list[tuple[int, int]]:
+    """How many tokens to keep of each segment, as (from_start, from_end) counts.
+
+    The first segment (prefix) keeps its end, the last (suffix) its start, middle segments both
+    ends. Middle segments get up to half the budget; the prefix gets ``prefix_share`` of the
+    rest unless the suffix needs less.
+    """
+    if sum(lengths) <= budget:
+        return [(0, n) if i == 0 else (n, 0) for i, n in enumerate(lengths)]
+    middle = lengths[1:-1]
+    mid_budget = min(sum(middle), budget // 2)
+    keep_mid = [n if sum(middle) <= mid_budget else n * mid_budget // max(sum(middle), 1) for n in middle]
+    rest = budget - sum(keep_mid)
+    if len(lengths) == 1:
+        return [(0, min(lengths[0], rest))]
+    pre, suf = lengths[0], lengths[-1]
+    keep_suf = min(suf, max(rest - pre, int(rest * (1 - prefix_share))))
+    keep_pre = min(pre, rest - keep_suf)
+    keep_suf = min(suf, rest - keep_pre)
+    mids = [(k - k // 2, k // 2) for k in keep_mid]
+    return [(0, keep_pre), *mids, (keep_suf, 0)]
+
+
+def trim(tokens: list[int], keep: tuple[int, int]) -> list[int]:
+    head, tail = keep
+    if head + tail >= len(tokens):
+        return tokens
+    return tokens[:head] + (tokens[len(tokens) - tail :] if tail else [])
+
+
+def sticky_start(n: int, keep: int, quantum: int) -> int:
+    """Where to start keeping at most ``keep`` of ``n`` items: at a multiple of ``quantum``, so
+    the start moves only once every ``quantum`` appended items."""
+    return min(n, max(0, -(-(n - keep) // quantum) * quantum))
+
+
+def line_start_holes(request: FillRequest) -> tuple[FillRequest, list[str]]:
+    """Start each hole that sits after a line's indentation at the line's start instead.
+
+    The model sees the indentation as part of the fill, tokenized as in running text ("    " +
+    " return", not "        " + "return"); a prefix that ends in bare indentation otherwise reads
+    as an unusual token boundary and draws whitespace. Returns the moved request and, per hole,
+    the indentation to take off the fill again (drop_indent).
+    """
+    holes, indents = [], []
+    for h in request.holes:
+        line_start = request.text.rfind("\n", 0, h.start) + 1
+        indent = request.text[line_start : h.start]
+        if indent and not indent.strip(" \t") and (not holes or holes[-1].end <= line_start):
+            holes.append(msgspec.structs.replace(h, start=line_start))
+            indents.append(indent)
+        else:
+            holes.append(h)
+            indents.append("")
+    if not any(indents):
+        return request, indents
+    return msgspec.structs.replace(request, holes=holes), indents
+
+
+def drop_indent(fill: str, indent: str) -> str:
+    """A fill made from the line start, as text for the original hole after ``indent``."""
+    if not indent:
+        return fill
+    return fill[len(indent) :] if fill.startswith(indent) else fill.lstrip(" \t")
+
+
+def join_line_break(fill: str, after: str) -> str:
+    """Drop a fill's final line break where the text after the hole breaks the line itself.
+
+    A hole on a line of its own ("    <FILL>" and then a line break) filled with "x = 1" and a
+    line break would leave an empty line behind (and a blank fill, a line break alone, would add one).
+    """
+    if fill.endswith("\n") and after.startswith(("\n", "\r\n")):
+        return fill[:-2] if fill.endswith("\r\n") else fill[:-1]
+    return fill
+
+
+def candidate_plan(options: SamplingOptions, default: int) -> list[tuple[float, int]]:
+    """(window scale, seed) for each candidate row: window lengths first, then seeds."""
+    n = options.candidates or default
+    scales = [1.0, 0.5, 0.75, 0.25]
+    if options.temperature <= 0:  # greedy: seeds make no difference, vary only the length
+        return [(scales[i % len(scales)], options.seed) for i in range(min(n, len(scales)))]
+    n_scales = min(2, n)
+    return [(scales[i % n_scales], options.seed + i // n_scales) for i in range(n)]
+
+
+def needs_retry(p: _Prepared, result: FillResult, cancel: CancelFlag | None) -> bool:
+    """Is ``result`` a constrained fill judged invalid, with time for another round (not
+    cancelled, no deadline: a deadline's fill returns what it has)?"""
+    o = p.request.options
+    return (o.constrained and o.retry and not o.deadline_ms and not (cancel is not None and cancel.is_set())
+            and any(f.valid is False for f in result.fills))
+
+
+def strict_request(request: FillRequest, shape: Shape) -> FillRequest:
+    """The request of a retry: left to right, so that every committed token is one steering
+    judged (a confident token committed out of order escapes it); a fill that is a header's head
+    alone (``shape.head_only``) gets a window of at most HEAD_TOKENS (one line: a longer window
+    only gives a model caught in a loop room to run on)."""
+    options = msgspec.structs.replace(request.options, policy="left-to-right")
+    holes = request.holes
+    if shape.head_only:
+        holes = [*holes[:-1], msgspec.structs.replace(holes[-1], max_tokens=min(holes[-1].max_tokens, HEAD_TOKENS))]
+    return msgspec.structs.replace(request, options=options, holes=holes)
+
+
+def merge_retry(first: FillResult, retry: FillResult) -> FillResult:
+    """The retry's fills where they are valid, else the first round's; the time of both rounds."""
+    t, r = first.timings, retry.timings
+    fills = retry.fills if all(f.valid is not False for f in retry.fills) else first.fills
+    timings = msgspec.structs.replace(
+        t, denoise_ms=t.denoise_ms + r.denoise_ms, constrain_ms=t.constrain_ms + r.constrain_ms,
+        total_ms=t.total_ms + r.total_ms - r.tokenize_ms, steps=t.steps + r.steps, rounds=t.rounds + r.rounds,
+        candidates=t.candidates + r.candidates, tokens_filled=r.tokens_filled if fills is retry.fills else t.tokens_filled,
+    )
+    return FillResult(fills=fills, timings=timings, model=first.model)
+
+
+def _worth(fills: list[Fill]) -> tuple[bool, bool]:
+    """How a candidate ranks before its score: syntax-valid ones first, then ones with code in
+    every hole (a blank fill is no suggestion)."""
+    return fills[0].valid is True, all(f.text.strip() for f in fills)
+
+
+@dataclass
+class _Layout:
+    """Candidate rows of a chunk: which request each row fills, and where everything sits."""
+
+    rows: list[int]  # request index of each row
+    ctx_pos: torch.Tensor  # [R, Lc] absolute positions of the context tokens
+    win_pos: torch.Tensor  # [R, W] absolute positions of the window slots
+    hole: torch.Tensor  # [R, W] hole number of each slot, -1 for padding
+    no_pad: torch.Tensor  # [R, W] slots that may not be pad (a hole's min_tokens)
+    seeds: list[int]
+    schedules: list[Schedule]  # per request
+
+
+class Engine:
+    def __init__(self, model: DiffusionLM, tokenizer: Tokenizer, config: EngineConfig = EngineConfig(), model_id: str = "model"):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.config = config
+        self.model_id = model_id
+        self.device = next(model.parameters()).device
+        self.dtype = next(model.parameters()).dtype
+        self.context_cache = SegmentCache(config.context_cache_tokens)
+        if tokenizer.mask_id != model.cfg.mask_id or tokenizer.pad_id != model.cfg.pad_id:
+            raise ModelLoadError("tokenizer.json and config.json disagree on the mask/pad token ids")
+        if tokenizer.vocab_size > model.cfg.vocab_size:
+            raise ModelLoadError("tokenizer.json has more tokens than the model's vocabulary")
+
+    @classmethod
+    def load(cls, config: EngineConfig = EngineConfig()) -> "Engine":
+        directory = Path(config.model_dir)
+        if not directory.is_dir():
+            raise ModelLoadError(f"model directory {directory} does not exist")
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        device = resolve_device(config.device)
+        dtype = resolve_dtype(config.precision, device)
+        cfg, data = read_config(directory)
+        tokenizer = Tokenizer.from_file(directory / "tokenizer.json")
+        model = load_model(directory, device=str(device), dtype=dtype)
+        model_id = data.get("name") or directory.name
+        log.info("loaded %s (%.1fM parameters) on %s in %s", model_id, cfg.n_params() / 1e6, device, dtype)
+        return cls(model, tokenizer, config, model_id=model_id)
+
+    # -- preparing requests ---------------------------------------------------------------
+
+    def budget(self) -> int:
+        return self.config.context_tokens or self.model.cfg.max_context
+
+    def prepare(self, request: FillRequest, shape: Shape | None = None) -> _Prepared:
+        """Cut, tokenize and trim a request; ``shape``: its hole's (infill/lang/python/shape.py) where the
+        caller has one already (else stand-in fills find it)."""
+        validate(request)
+        t0 = time.perf_counter()
+        request, indents = line_start_holes(request)
+        form = shape if shape is not None else first_round_shape(shape_of(request))
+        budget = self.budget()
+        texts = segment_texts(request)
+        texts[-1] = form.opener + texts[-1]
+        # Cut far-away text by characters first (at a line start) so a huge file costs nothing.
+        # Cut points move in coarse steps, so that while the user types at the end of the
+        # prefix its first tokens stay the same and its encoding can be reused (context_cache).
+        limit = budget * 12
+        if len(texts[0]) > limit:
+            start = sticky_start(len(texts[0]), limit, quantum=limit // 4)
+            cut = texts[0][start:]
+            texts[0] = cut[cut.find("\n") + 1 :] if "\n" in cut else cut
+        if len(texts) > 1 and len(texts[-1]) > limit:
+            cut = texts[-1][:limit]
+            texts[-1] = cut[: cut.rfind("\n") + 1] if "\n" in cut else cut
+        tokens = self.tokenizer.encode_batch(texts)
+        keep = budget_split([len(t) for t in tokens], budget, self.config.prefix_share)
+        if len(tokens[0]) > keep[0][1]:  # the prefix keeps its end: start at a sticky point
+            keep[0] = (0, len(tokens[0]) - sticky_start(len(tokens[0]), keep[0][1], quantum=max(1, budget // 8)))
+        segments = [trim(t, k) for t, k in zip(tokens, keep)]
+        windows = [h.max_tokens for h in request.holes]
+        # A known indentation of a fill's first line is committed up front (the last hole's, and
+        # each scaffold line's: a small model's likeliest first tokens are often not it).
+        widths: list[int | None] = [None] * len(windows)
+        if form.first_indents and len(form.first_indents) == 1:
+            widths[-1] = form.first_indents[0]
+        for line in form.scaffold_holes:
+            widths[line.hole] = line.width if line.width is not None else widths[line.hole]
+        leads = [self.indent_tokens(w) if w is not None else [] for w in widths]
+        leads = [lead if len(lead) < window else [] for lead, window in zip(leads, windows)]
+        return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000, indents, form, leads)
+
+    def indent_tokens(self, width: int) -> list[int]:
+        """The tokens that indent a line by ``width`` spaces before its first word, as running
+        text has them (the last space goes with the word: "   " + " for")."""
+        toks = self.tokenizer.encode(" " * width + "x")[:-1]
+        return toks if all(not self.tokenizer.decode([t]).strip(" ") for t in toks) else []
+
+    # -- filling ----------------------------------------------------------------------------
+
+    def fill(
+        self,
+        request: FillRequest,
+        cancel: CancelFlag | None = None,
+        on_draft: Callable[[Draft], None] | None = None,
+        constraint: Constraint | None = None,
+    ) -> FillResult:
+        return self.fill_batch([request], cancel=cancel, on_draft=on_draft, constraint=constraint)[0]
+
+    @gc_paused()
+    def fill_batch(
+        self,
+        requests: list[FillRequest],
+        cancel: CancelFlag | None = None,
+        on_draft: Callable[[Draft], None] | None = None,
+        constraint: Constraint | None = None,
+    ) -> list[FillResult]:
+        """Fill many requests, denoising them together in chunks of at most max_batch_slots.
+
+        A constrained request whose best candidate is still invalid gets one more round, left to
+        right (:func:`strict_request`), closing the brackets the text after the hole leaves open
+        and, where a block header would fit, filled with a header's head (infill/lang/python/shape.py,
+        :func:`strict_shape`); its result is the retry's where that is valid. A hole that must end
+        with nested block headers (``Shape.scaffold``) is filled as a request of several holes, one
+        per header's head (infill/lang/python/scaffold.py), in one round as strict as a retry.
+        """
+        prepared = [self.prepare(r) for r in requests]
+        # A hole that must end with nested block headers is filled as several (infill/lang/python/scaffold.py).
+        scaffolded = {i: p for i, p in enumerate(prepared) if p.shape.scaffold and constraint is None and scaffold.fits(p.request, p.shape)}
+        # Its heads need every token steered: it is filled as a retry would be, in one round.
+        work = {i: scaffold.split(p.request, p.shape) for i, p in scaffolded.items()}
+        for i, (request, shape) in work.items():
+            strict = strict_shape(shape)
+            prepared[i] = self.prepare(strict_request(request, strict), strict)
+        results: list[FillResult | None] = [None] * len(requests)
+        self._fill_prepared(prepared, list(range(len(prepared))), results, cancel, on_draft, constraint)
+        again = [i for i, r in enumerate(results) if constraint is None and i not in work and needs_retry(prepared[i], r, cancel)]
+        if again:
+            retried: list[FillResult | None] = [None] * len(requests)
+            shapes = {i: strict_shape(prepared[i].shape) for i in again}
+            strict = {i: self.prepare(strict_request(requests[i], shapes[i]), shapes[i]) for i in again}
+            self._fill_prepared(strict, again, retried, cancel, None, None)
+            for i in again:
+                results[i] = merge_retry(results[i], retried[i])
+        for i, p in scaffolded.items():
+            results[i] = self._join_scaffold(p, work[i][0], results[i])
+        return results  # type: ignore[return-value]
+
+    def _join_scaffold(self, p: _Prepared, scaffolded: FillRequest, result: FillResult) -> FillResult:
+        """The result of a scaffolded request's one hole (infill/lang/python/scaffold.py). Where it is invalid,
+        the scaffold's lines without the free lines before them, if that is valid (a cut back of
+        the free lines to nothing)."""
+        joined = scaffold.join(p.request, scaffolded, result)
+        if joined.fills[0].valid is False:
+            bare = scaffold.join(p.request, scaffolded, result, free=False)
+            h = p.request.holes[0]
+            if syntax_constraints.is_valid(p.request.language, p.request.text, [(h.start, h.end)], [bare.fills[0].text]):
+                joined = msgspec.structs.replace(bare, fills=[msgspec.structs.replace(bare.fills[0], valid=True)])
+        fill = joined.fills[0]
+        return msgspec.structs.replace(joined, fills=[msgspec.structs.replace(fill, text=drop_indent(fill.text, p.indents[0]))])
+
+    def _fill_prepared(self, prepared, members_of, results, cancel, on_draft, constraint) -> None:
+        """Fill prepared requests ``members_of`` (indices into ``prepared`` and ``results``) in chunks."""
+        groups: dict[tuple, list[int]] = {}  # requests that can share one schedule
+        for i in members_of:
+            o = prepared[i].request.options
+            groups.setdefault((o.steps, o.threshold, o.policy, o.temperature, o.top_p), []).append(i)
+        for members in groups.values():
+            chunk: list[int] = []
+            slots = 0
+            for i in members:
+                p = prepared[i]
+                need = sum(p.windows) * len(candidate_plan(p.request.options, self.config.candidates))
+                if chunk and slots + need > self.config.max_batch_slots:
+                    self._fill_chunk([prepared[j] for j in chunk], chunk, results, cancel, on_draft, constraint)
+                    chunk, slots = [], 0
+                chunk.append(i)
+                slots += need
+            if chunk:
+                self._fill_chunk([prepared[j] for j in chunk], chunk, results, cancel, on_draft, constraint)
+
+    def _fill_chunk(self, prepared, indices, results, cancel, on_draft, constraint) -> None:
+        t_start = time.perf_counter()
+        cfg = self.model.cfg
+        dev = self.device
+        # 1. Encode each request's context once (reusing segments encoded by earlier fills).
+        t0 = time.perf_counter()
+        cache = self.context_cache.encode(self.model, [p.segments for p in prepared], dev)
+        Lc = cache.length
+        context_ms = (time.perf_counter() - t0) * 1000
+
+        # 2. Lay out candidate rows: each request x (window scale, seed).
+        lay = self.layout(prepared, Lc)
+        rows, R = lay.rows, len(lay.rows)
+        cpos_t, wpos_t, hole_t = lay.ctx_pos, lay.win_pos, lay.hole
+        rows_t = torch.tensor(rows, dtype=torch.long, device=dev)
+        # Syntax constraint (steer, repair, judge) unless the caller brought its own.
+        syntax = None
+        if constraint is None:
+            syntax = syntax_constraints.for_chunk([p.request for p in prepared], rows, hole_t, self.tokenizer, cfg.pad_id, cfg.mask_id,
+                                                  [p.shape for p in prepared])
+        bound = self.model.bind_context(cache, rows_t, cpos_t.to(dev))
+        valid = hole_t >= 0
+        state = Windows(
+            ids=torch.where(valid, cfg.mask_id, cfg.pad_id).to(dev),
+            pos=wpos_t.to(dev),
+            hole=hole_t.to(dev),
+            masked=valid.to(dev),
+            logprob=torch.zeros(hole_t.shape, device=dev),
+            no_pad=lay.no_pad.to(dev),
+        )
+        self.commit_leads(state, prepared, rows)
+        # Requests in a chunk share their sampling options; each row keeps its request's steps.
+        schedule = lay.schedules[0]
+        row_steps = torch.tensor([lay.schedules[ri].steps for ri in rows], dtype=torch.long)
+        gens = None
+        if schedule.temperature > 0:
+            gens = [torch.Generator().manual_seed(s) for s in lay.seeds]
+        deadlines = [p.request.options.deadline_ms for p in prepared if p.request.options.deadline_ms]
+        deadline = time.monotonic() + min(deadlines) / 1000 if deadlines else None
+
+        # 3. Denoise all rows together.
+        t0 = time.perf_counter()
+        finished_at = torch.zeros(R, dtype=torch.long)
+        for step in denoise_steps(self.model, bound, state, schedule, gens, constraint or syntax or NoConstraint(), cancel, deadline, row_steps):
+            finished_at = torch.where((finished_at == 0) & ~step.masked.any(1).cpu(), step.step, finished_at)
+            if on_draft is not None:
+                texts = [self.decode_hole(step.ids[0], state.hole[0], h) for h in range(len(prepared[0].windows))]
+                on_draft(Draft(step=step.step, texts=texts, masked=int(step.masked[0].sum())))
+        denoise_ms = (time.perf_counter() - t0) * 1000
+
+        # 4. Decode every row; keep each request's best candidate.
+        ids = state.ids.cpu()
+        logprob = state.logprob.float().cpu()
+        hole = state.hole.cpu()
+        best: dict[int, tuple[tuple[bool, float], list[Fill], int]] = {}
+        for r in range(R):
+            fills, score, filled = self.decode_row(ids[r], logprob[r], hole[r], len(prepared[rows[r]].windows))
+            ran_out = [bool((ids[r][hole[r] == h] != cfg.pad_id).all()) for h in range(len(fills))]
+            fills = self._finish_row(syntax, r, prepared[rows[r]].request, fills, ran_out)
+            key = (*_worth(fills), score)
+            if rows[r] not in best or key > best[rows[r]][0]:
+                best[rows[r]] = (key, fills, filled)
+        total_ms = (time.perf_counter() - t_start) * 1000
+        for ri, p in enumerate(prepared):
+            _, fills, filled = best[ri]
+            timings = Timings(
+                tokenize_ms=p.tokenize_ms,
+                context_ms=context_ms,
+                denoise_ms=denoise_ms,
+                total_ms=total_ms + p.tokenize_ms,
+                steps=int(max(finished_at[r] for r in range(R) if rows[r] == ri)),
+                tokens_filled=filled,
+                context_tokens=sum(len(s) for s in p.segments),
+                candidates=rows.count(ri),
+                constrain_ms=syntax.seconds * 1000 if syntax is not None else 0.0,
+            )
+            fills = [msgspec.structs.replace(f, text=drop_indent(f.text, ind)) for f, ind in zip(fills, p.indents)]
+            if p.shape.opener:
+                fills[-1] = msgspec.structs.replace(fills[-1], text=fills[-1].text + p.shape.opener)
+            results[indices[ri]] = FillResult(fills=fills, timings=timings, model=self.model_id)
+
+    def layout(self, prepared: list[_Prepared], ctx_len: int) -> "_Layout":
+        """Candidate rows in document order: context positions, window slots and their holes."""
+        rows, ctx_pos, win_pos, win_hole, win_nopad, seeds, schedules = [], [], [], [], [], [], []
+        for ri, p in enumerate(prepared):
+            for scale, seed in candidate_plan(p.request.options, self.config.candidates):
+                lengths = [max(1, math.ceil(w * scale), len(lead) + 1) for w, lead in zip(p.windows, p.leads)]
+                cpos, wpos, whole, nopad, at = [], [], [], [], 0
+                for h, seg in enumerate(p.segments):
+                    cpos.extend(range(at, at + len(seg)))
+                    at += len(seg)
+                    if h < len(lengths):
+                        wpos.extend(range(at, at + lengths[h]))
+                        whole.extend([h] * lengths[h])
+                        need = min(p.request.holes[h].min_tokens, lengths[h])
+                        nopad.extend([i < need for i in range(lengths[h])])
+                        at += lengths[h]
+                rows.append(ri)
+                ctx_pos.append(cpos)
+                win_pos.append(wpos)
+                win_hole.append(whole)
+                win_nopad.append(nopad)
+                seeds.append(seed)
+            schedules.append(self.schedule(p.request.options, max(sum(p.windows), 1)))
+        R, W = len(rows), max(len(w) for w in win_pos)
+        lay = _Layout(rows, torch.zeros((R, ctx_len), dtype=torch.long), torch.zeros((R, W), dtype=torch.long),
+                      torch.full((R, W), -1, dtype=torch.long), torch.zeros((R, W), dtype=torch.bool), seeds, schedules)
+        for r in range(R):
+            lay.ctx_pos[r, : len(ctx_pos[r])] = torch.tensor(ctx_pos[r], dtype=torch.long)
+            lay.win_pos[r, : len(win_pos[r])] = torch.tensor(win_pos[r], dtype=torch.long)
+            lay.hole[r, : len(win_hole[r])] = torch.tensor(win_hole[r], dtype=torch.long)
+            lay.no_pad[r, : len(win_nopad[r])] = torch.tensor(win_nopad[r], dtype=torch.bool)
+        return lay
+
+    def commit_leads(self, state: Windows, prepared: list[_Prepared], rows: list[int]) -> None:
+        """Commit each row's lead tokens (a known indentation) at the start of its holes' windows."""
+        for r, ri in enumerate(rows):
+            for h, lead in enumerate(prepared[ri].leads):
+                if lead:
+                    slots = (state.hole[r] == h).nonzero().flatten()[: len(lead)]
+                    state.ids[r, slots] = torch.tensor(lead, dtype=state.ids.dtype, device=state.ids.device)
+                    state.masked[r, slots] = False
+
+    def decode_row(self, ids: torch.Tensor, logprob: torch.Tensor, hole: torch.Tensor, n_holes: int) -> tuple[list[Fill], float, int]:
+        """One row's fills (each cut at its first pad), its mean log-probability, its token count."""
+        pad = self.model.cfg.pad_id
+        fills, total, count, filled = [], 0.0, 0, 0
+        for h in range(n_holes):
+            slots = (hole == h).nonzero().flatten()
+            tok = ids[slots]
+            pads = (tok == pad).nonzero().flatten()
+            n = int(pads[0]) if len(pads) else len(tok)
+            lp = logprob[slots[: min(n + 1, len(tok))]]  # the tokens and the pad that ended them
+            total += float(lp.sum())
+            count += len(lp)
+            filled += n
+            fills.append(Fill(text=self.tokenizer.decode(tok[:n].tolist()), score=float(lp.mean()) if len(lp) else 0.0))
+        return fills, total / max(count, 1), filled
+
+    def _finish_row(self, syntax, r: int, request: FillRequest, fills: list[Fill], ran_out: list[bool]) -> list[Fill]:
+        """Row r's fills as a result has them: cut where they start to loop (infill/engine/repeats.py;
+        ``ran_out``: which ran to their window's end), without the line break the text after the hole
+        brings, and where the row is constrained, finished by :meth:`_finish_syntax`: where the cut
+        leaves it invalid or blank and the whole fill ranks better (the header a loop ran into), the
+        whole fill."""
+        afters = [request.text[h.end :] for h in request.holes]
+        heads = [request.text[request.text.rfind("\n", 0, h.start) + 1 : h.start] for h in request.holes]  # the holes' lines
+        cut = [msgspec.structs.replace(f, text=join_line_break(cut_repeats(f.text, head, after, out), after))
+               for f, head, after, out in zip(fills, heads, afters, ran_out)]
+        if syntax is None or syntax.checks[r] is None:
+            return cut
+        whole = [msgspec.structs.replace(f, text=join_line_break(f.text, after)) for f, after in zip(fills, afters)]
+        finished = self._finish_syntax(syntax, r, request, cut)
+        if cut != whole and _worth(finished) < (True, True):
+            finished = max((finished, self._finish_syntax(syntax, r, request, whole)), key=_worth)
+        return finished
+
+    def _finish_syntax(self, syntax, r: int, request: FillRequest, fills: list[Fill]) -> list[Fill]:
+        """Cut cursor completions at their syntactic unit's end; mark the row's fills valid or not.
+
+        A row still invalid after repair is cut back, hole by hole, to the longest token prefix
+        that parses (never below a hole's min_tokens): "print(x" beats "print(x))"; where none
+        does, to a line's end with the brackets it leaves open closed (:meth:`_cut_and_close`);
+        where that fails too and the text after the hole starts a line, to a prefix that ends its
+        line (:meth:`_cut_and_break`).
+        """
+        texts, check = [], syntax.checks[r]
+        for i, (h, f) in enumerate(zip(request.holes, fills)):
+            text = f.text
+            if not request.text[h.start : h.end].strip() and not check.tails[i]:  # an insertion (after a line's indentation, maybe)
+                before, after = check.doc.region_text(i)
+                text = syntax_constraints.truncate_completion(check.grammar, before, text, after)
+            texts.append(text)
+        valid = syntax.judge(r, texts)
+        if valid is False:
+            for i, h in enumerate(request.holes):
+                cut = self._cut_back(syntax, r, texts, i, max(h.min_tokens, 1))
+                cut = cut if cut is not None else self._cut_and_close(syntax, r, texts, i)
+                if cut is None and (h.end == 0 or request.text[h.end - 1] == "\n"):  # the text after the hole starts a line
+                    cut = self._cut_and_break(syntax, r, texts, i, max(h.min_tokens, 1))
+                if cut is not None:
+                    texts, valid = texts[:i] + [cut] + texts[i + 1 :], True
+                    break
+        return [Fill(text=t, score=f.score, valid=valid) for t, f in zip(texts, fills)]
+
+    def _cut_back(self, syntax, r: int, texts: list[str], i: int, min_tokens: int) -> str | None:
+        """The longest token prefix (of at least ``min_tokens``) of fill i that makes row r valid,
+        found in at most MAX_CUTS (plus one per CUTS_PER_PARSE tokens of the fill) + SHORT_CUTS
+        parses; None if none was.
+
+        Longest first, whole lines before the rest when the fill ended a line (it still does).
+        A failed parse's first new error, where it lies wholly inside the cut, rules out every
+        longer prefix (they hold it too). If MAX_CUTS parses find nothing, the SHORT_CUTS shortest
+        prefixes are tried (a long broken fill often has only its first word or line to keep).
+        """
+        toks = self.tokenizer.encode(texts[i])
+        prefixes = [self.tokenizer.decode(toks[:k]) for k in range(len(toks) - 1, min_tokens - 1, -1)]
+        sizes = {c: len(c.encode("utf-8", "surrogatepass")) for c in prefixes}
+        whole_lines = texts[i].endswith("\n")
+        limit = len(texts[i].encode("utf-8", "surrogatepass"))  # what is left to try is shorter than this
+
+        def with_cut(cut: str) -> list[str]:
+            return texts[:i] + [cut] + texts[i + 1 :]
+
+        def accept(cut: str) -> str | None:  # error_at judged it already: judge reads its cache
+            return cut if syntax.judge(r, with_cut(cut)) else None
+
+        for _ in range(MAX_CUTS + len(toks) // CUTS_PER_PARSE):
+            left = [c for c in prefixes if sizes[c] < limit]
+            cut = next((c for c in left if c.endswith("\n")), None) if whole_lines else None
+            cut = cut if cut is not None else next(iter(left), None)
+            if cut is None:
+                return None
+            error = syntax.error_at(r, with_cut(cut), i)
+            if error is None:
+                return accept(cut)
+            prefixes.remove(cut)
+            if 0 <= error[0] and error[1] < sizes[cut]:
+                limit = min(limit, error[1] + 1)
+        for cut in sorted((c for c in prefixes if sizes[c] < limit), key=sizes.get)[:SHORT_CUTS][::-1]:
+            if syntax.error_at(r, with_cut(cut), i) is None:
+                return accept(cut)
+        return None
+
+    def _cut_and_break(self, syntax, r: int, texts: list[str], i: int, min_tokens: int) -> str | None:
+        """Fill i cut to a token prefix (of at least ``min_tokens``) that ends with a line break: the
+        first of at most MAX_CUTS, longest first, that makes row r valid; None if none does. For a
+        fill that stops short of its line's end (its window ran out mid-line: ``return a, a, a``)
+        where the text after the hole starts a line: every prefix without the break joins it."""
+        if texts[i].endswith("\n"):
+            return None
+        toks = self.tokenizer.encode(texts[i])
+        cuts = dict.fromkeys(self.tokenizer.decode(toks[:k]).rstrip(" \t") + "\n" for k in range(len(toks), min_tokens - 1, -1))
+        return next((c for c in list(cuts)[:MAX_CUTS] if c.strip() and syntax.judge(r, texts[:i] + [c] + texts[i + 1 :])), None)
+
+    def _cut_and_close(self, syntax, r: int, texts: list[str], i: int) -> str | None:
+        """Fill i cut at its end or a line's end, longest first, down to nothing, with the closers
+        of the brackets it leaves open (steering.Lexer.close): the first of at most MAX_CUTS such
+        that makes row r valid; None if none does. Where no prefix parses as it is, a loop in a
+        dict ends ``'a': 1,\\n    }`` rather than broken."""
+        lexer = syntax.checks[r].lexers[i] if i < len(syntax.checks[r].lexers) else None
+        if lexer is None:
+            return None
+        text = texts[i]
+        ends = [m + 1 for m, c in enumerate(text) if c == "\n"]
+        cuts = dict.fromkeys([text] + [text[:m] for m in reversed(ends)] + [""])
+        closed = [c for c in (lexer.close(cut) for cut in cuts) if c is not None][:MAX_CUTS]
+        return next((c for c in closed if syntax.judge(r, texts[:i] + [c] + texts[i + 1 :])), None)
+
+    def decode_hole(self, ids: torch.Tensor, hole: torch.Tensor, h: int) -> str:
+        """Text of hole h in one row so far: committed tokens up to the first pad, masks dropped."""
+        tok = ids[hole == h].tolist()
+        if self.model.cfg.pad_id in tok:
+            tok = tok[: tok.index(self.model.cfg.pad_id)]
+        return self.tokenizer.decode([t for t in tok if t != self.model.cfg.mask_id])
+
+    def schedule(self, options: SamplingOptions, slots: int) -> Schedule:
+        steps = options.steps or math.ceil(slots / self.config.tokens_per_step)
+        return Schedule(
+            steps=max(1, steps),
+            threshold=options.threshold,
+            policy=options.policy,
+            temperature=options.temperature,
+            top_p=options.top_p,
+        )

@@ -1,0 +1,1 @@
+"""The general tree-sitter constraint: the language registry (languages), judging documents with holes (document), the cheap steering lexer (steering) and the sampler-facing constraint (constraint). Language-specific rules live in infill.lang."""

@@ -1,0 +1,430 @@
+"""The sampler's syntax constraint: steer, repair, judge and select fills with tree-sitter.
+
+:class:`SyntaxConstraint` implements the sampler's ``Constraint`` protocol for one engine chunk
+(rows = candidates of requests; each row's window slots belong to that request's holes):
+
+- ``steer``: for the first ``LOOKAHEAD`` masked slots of each hole, the steering lexer
+  (infill/syntax/steering.py) refuses a proposed token that breaks bracket, quote, indentation or (for
+  Python) line rules given the hole's left context, the tokens committed before it and the
+  tokens proposed for the masked slots between (the draft a left-to-right order commits); the
+  end of the fill (a pad, or the window's last slot) must be a place where the fill may end,
+  and what the fill still must close must fit in the free slots after a token.
+  A refused proposal at a hole's first masked slot that is the text after the hole (a closer
+  that text needs, the quote of the string the hole is in, a header's head's ':') ends the fill
+  there, where it may end: the model means it to (``f.read(path|)``, not ``f.read(path,
+  pathfile, ...|)``). Another refused proposal there is replaced by the model's next best token
+  the lexer allows, in the same walk (one pass over the draft a step); failing those, a Python
+  block header whose brackets are closed takes its ':' (``def f(self)``), and a header's head
+  alone that nothing may continue ends there, where it may (``else`` takes nothing before its ':');
+- ``remask``: after a full draft, each row's fills are parsed with the top-level statements
+  around them (infill/syntax/document.py; Python's are compiled too, infill/lang/python/pycompile.py); the slots whose
+  token bytes overlap a newly introduced ERROR or MISSING node or SyntaxError are sent back to
+  be denoised again (the sampler bounds the rounds), unless another candidate of the same
+  request is valid already (selection takes valid candidates first, so repairing costs steps for nothing);
+- ``judge``: whether a row's final fill texts are syntax-valid (for ``Fill.valid`` and for
+  selection: valid candidates first, then by model score).
+
+Requests without a known, installed grammar, or with ``constrained=False``, get no checks (their
+rows are let through and judged ``None``). A constraint that fails internally logs once and lets
+the fill go on unconstrained: it never breaks a fill. Nothing here runs the model.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import torch
+
+from infill.syntax.languages import grammar as lookup_grammar
+from infill.protocol import FillRequest
+from infill.lang.python.shape import Shape, before_opener, scaffold_context
+from infill.syntax.steering import LexState, Lexer
+from infill.syntax.document import Document, hole_context, truncate_completion
+
+log = logging.getLogger(__name__)
+
+__all__ = ["RequestCheck", "SyntaxConstraint", "for_chunk", "is_valid", "truncate_completion"]
+
+_SYNTAX_CHARS = set("()[]{}\"'`")
+LOOKAHEAD = 2  # masked slots of a hole whose proposals steering judges, left to right
+
+
+class RequestCheck:
+    """One request's parsed document and one steering lexer per hole (None: not steered).
+
+    ``shape``: what stand-in fills told of the last hole (infill/lang/python/shape.py); its opener follows
+    that hole's fill in what the model reads and in the result, so fills are judged with it.
+    """
+
+    def __init__(self, request: FillRequest, shape: Shape = Shape()):
+        g = lookup_grammar(request.language)
+        if g is None:
+            raise LookupError(request.language)
+        self.grammar = g
+        self.doc = shape.doc or Document(g, request.text, [(h.start, h.end) for h in request.holes])
+        self.tails = [b""] * (len(request.holes) - 1) + [shape.opener.encode()]
+        self.lexers: list[Lexer | None] = []
+        lines = {s.hole: s for s in shape.scaffold_holes}
+        for i in range(len(request.holes)):
+            ctx = hole_context(self.doc, i)
+            if i == len(request.holes) - 1:
+                ctx = before_opener(ctx, shape)
+            if i in lines:
+                ctx = scaffold_context(ctx, lines[i], self.doc.region_text(i)[0].rsplit("\n", 1)[-1])
+            self.lexers.append(None if ctx.in_text else Lexer(g.spec, ctx))
+        self._valid: dict[tuple[bytes, ...], bool] = {}
+
+    def new_errors(self, fills: list[bytes]):
+        """The document's new errors with ``fills`` (and the opener after the last): see Document.new_errors."""
+        errors, spans = self.doc.new_errors([f + t for f, t in zip(fills, self.tails)])
+        self._valid[tuple(fills)] = not errors
+        return errors, spans
+
+    def valid(self, fills: list[bytes]) -> bool:
+        key = tuple(fills)
+        if key not in self._valid:
+            self.new_errors(fills)
+        return self._valid[key]
+
+    def first_error(self, fills: list[bytes], hole: int) -> tuple[int, int] | None:
+        """None if ``fills`` are valid; else the span of the first new error, in bytes from the
+        start of hole ``hole``'s fill (negative: before it; past its length: after it)."""
+        errors, spans = self.new_errors(fills)
+        if not errors:
+            return None
+        first = min(errors, key=lambda e: (e.start, e.end))
+        return first.start - spans[hole][0], first.end - spans[hole][0]
+
+
+def is_valid(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> bool | None:
+    """Does ``text`` with ``fills`` in ``holes`` (str offsets) parse with no new error node?
+
+    None when the language has no usable grammar. For benchmarks and callers outside the engine.
+    """
+    g = lookup_grammar(language)
+    if g is None:
+        return None
+    return Document(g, text, holes).valid([f.encode("utf-8", "surrogatepass") for f in fills])
+
+
+class SyntaxConstraint:
+    """The Constraint of one engine chunk. ``checks[r]`` is row r's request check (or None)."""
+
+    def __init__(self, checks: list[RequestCheck | None], hole: torch.Tensor, tokenizer, pad_id: int, mask_id: int):
+        self.checks = checks
+        self.tokenizer = tokenizer
+        self.pad_id, self.mask_id = pad_id, mask_id
+        hole = hole.cpu()
+        # slots[r][h]: the window slots of hole h in row r, in order (contiguous: spans[r][h] is
+        # their range [start, end)).
+        self.slots: list[list[list[int]]] = []
+        self.spans: list[list[tuple[int, int]]] = []
+        for r in range(hole.shape[0]):
+            n = int(hole[r].max()) + 1 if (hole[r] >= 0).any() else 0
+            self.slots.append([(hole[r] == h).nonzero().flatten().tolist() for h in range(n)])
+            self.spans.append([(s[0], s[-1] + 1) if s else (0, 0) for s in self.slots[-1]])
+            if any(s != list(range(a, b)) for s, (a, b) in zip(self.slots[-1], self.spans[-1])):
+                raise ValueError("a hole's window slots must be contiguous")
+        self._bytes: dict[int, bytes] = {}
+        self._texts: dict[int, str] = {}
+        self._lex: dict[tuple[int, int], tuple[list[int], LexState]] = {}
+        self.seconds = 0.0
+        self._failed = False
+
+    # -- tokens ------------------------------------------------------------------------------
+
+    def token_bytes(self, t: int) -> bytes:
+        b = self._bytes.get(t)
+        if b is None:
+            b = self._bytes[t] = b"" if t in (self.pad_id, self.mask_id) else self.tokenizer.token_bytes(t)
+        return b
+
+    def _text(self, tokens: list[int]) -> str:
+        return b"".join(self.token_bytes(t) for t in tokens).decode("utf-8", "replace")
+
+    def _lead_tokens(self, texts: list[str]) -> list[int]:
+        """The first token of each of ``texts`` (if the tokenizer can say)."""
+        encode = getattr(self.tokenizer, "encode", None)
+        return [ids[0] for ids in map(encode, texts) if ids] if encode is not None else []
+
+    def _token_text(self, t: int) -> str:
+        s = self._texts.get(t)
+        if s is None:
+            s = self._texts[t] = self.token_bytes(t).decode("utf-8", "replace")
+        return s
+
+    def _fill_tokens(self, ids: list[int]) -> list[int]:
+        return ids[: ids.index(self.pad_id)] if self.pad_id in ids else ids
+
+    def _state(self, r: int, h: int, lexer: Lexer, run: list[int]) -> LexState:
+        """Lexer state after the committed run ``run`` of hole h in row r (cached, incremental)."""
+        cached = self._lex.get((r, h))
+        if cached is not None and run[: len(cached[0])] == cached[0]:
+            done, st = cached
+            if len(run) > len(done):
+                st = lexer.feed(st, self._text(run[len(done) :]))[0]
+        else:
+            st = lexer.feed(lexer.start, self._text(run))[0]
+        self._lex[(r, h)] = (list(run), st)
+        return st
+
+    # -- the protocol ------------------------------------------------------------------------
+
+    def steer(self, state, proposal: torch.Tensor, candidates: torch.Tensor, alternatives=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The sampler's hook (see sampler.Constraint): walk each hole's draft left to right from
+        its first masked slot; the first asked proposal the lexer refuses is refused (and the
+        walk of that hole stops: what follows it is not known yet), unless it is the first
+        masked slot's and the lexer allows one of ``alternatives(r, k)``: then the first such
+        takes its place and the walk goes on. Only there: a later slot's proposal is read after
+        a draft that is not committed yet, and is often refused for that draft's sake (looking
+        for alternatives there costs more than it gives)."""
+        if self._failed:
+            return proposal, candidates
+        t0 = time.perf_counter()
+        try:
+            rows = [r for r in candidates.any(1).nonzero().flatten().tolist() if self.checks[r] is not None]
+            refuse = torch.zeros(state.masked.shape, dtype=torch.bool)
+            tokens = proposal.clone()
+            if rows:
+                picked = torch.tensor(rows, device=candidates.device)
+                ids, masked, prop, asked = (t.index_select(0, picked).tolist() for t in (state.ids, state.masked, proposal, candidates))
+                no_pad = state.no_pad.index_select(0, picked).tolist() if state.no_pad is not None else [[False] * len(m) for m in masked]
+                for i, r in enumerate(rows):
+                    draft = list(prop[i])
+                    for h, span in enumerate(self.spans[r]):
+                        lexer = self._lexer(r, h)
+                        k = None if lexer is None else self._walk(r, h, lexer, span, ids[i], masked[i], draft, asked[i], no_pad[i], alternatives)
+                        if k is not None:
+                            refuse[r, k] = True
+                    if draft != prop[i]:
+                        tokens[r] = torch.tensor(draft, dtype=tokens.dtype, device=tokens.device)
+            return tokens, candidates & ~refuse.to(candidates.device)
+        except Exception:  # never break a fill
+            self._fail("steer")
+            return proposal, candidates
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def _lexer(self, r: int, h: int) -> Lexer | None:
+        """The steering lexer of hole h of row r (None: not steered)."""
+        lexers = self.checks[r].lexers
+        return lexers[h] if h < len(lexers) else None
+
+    def _walk(self, r: int, h: int, lexer: Lexer, span: tuple[int, int], ids: list[int], masked: list[bool],
+              draft: list[int], asked: list[bool], no_pad: list[bool], alternatives) -> int | None:
+        """Walk the draft of hole h (window range ``span`` of row r: committed tokens, and
+        ``draft`` at masked slots) over its first LOOKAHEAD masked slots (see steer; a
+        replacement is written into ``draft``; ``no_pad``: slots that may not end the fill).
+        Returns the first slot refused; None if none is."""
+        a, b = span
+        first = next((k for k in range(a, b) if masked[k]), None)
+        if first is None or not any(asked[first:b]) or self.pad_id in ids[a:first]:
+            return None
+        st = self._state(r, h, lexer, ids[a:first])
+        # From the last committed slot on, every slot is free: a slot knows how many follow it.
+        free_from = next((k + 1 for k in range(b - 1, first - 1, -1) if not masked[k]), first)
+        seen = 0
+        for k in range(first, b):
+            tok = draft[k] if masked[k] else ids[k]
+            room = b - k - 1 if k >= free_from else None
+            if masked[k] and asked[k] and not self._may_take(lexer, st, tok, room):
+                options = alternatives(r, k) if alternatives is not None and k == first else ()
+                # The end the model proposes ends the fill even before committed slots (they are cut).
+                may_end = k == first and not no_pad[k]
+                ends = self._end_signal(lexer, tok) if may_end else []
+                tok = self._first_allowed(lexer, st, [*ends, *options], room)
+                if tok is None and k == first:  # a header's ':' the model ranks low; a head nothing ranked may go on ends
+                    forced = self._lead_tokens([":"]) if lexer.owes_colon(st) else []
+                    forced += [self.pad_id] if may_end and room is not None and lexer.ctx.head_only else []
+                    tok = self._first_allowed(lexer, st, forced, room)
+                if tok is None:
+                    return k
+                draft[k] = tok
+            seen += masked[k]
+            if tok == self.pad_id or seen == LOOKAHEAD:
+                return None
+            st = lexer.feed(st, self._token_text(tok))[0]
+        return None
+
+    def _end_signal(self, lexer: Lexer, tok: int) -> list[int]:
+        """The tokens that end the fill where the model's refused proposal ``tok`` is the text that
+        follows the hole: a closer that text needs (``f.read(|)``: the model proposes ')' after
+        ``path``), the quote that closes the string the hole is in (``print("Hello, |")``), or the
+        ':' after a header's head alone (``head_only``: ``if x|`` with ':'). The model means the
+        fill to end there; the next best tokens would only run on past it (``path, pathfile, ...``).
+        The pad (which cuts off what was committed after it: the model wrote that past the end it
+        now proposes), or first the closers before that ':' (the ')' of '):')."""
+        nxt, raw = lexer.ctx.next_char, self._token_text(tok)
+        text = raw.lstrip(" ")
+        if (nxt in lexer.closers and text.startswith(nxt)) or (lexer.ctx.string and raw.startswith(lexer.ctx.string)):
+            return [self.pad_id]
+        if nxt != ":" or not lexer.ctx.head_only:
+            return []
+        at = text.find(":")
+        if at < 0 or text.startswith(":=", at) or text[:at].strip(" " + "".join(lexer.closers)):
+            return []
+        return self._lead_tokens([text[:at]]) if at else [self.pad_id]
+
+    def _may_take(self, lexer: Lexer, st: LexState, tok: int, room: int | None) -> bool:
+        """May a slot after the state ``st`` take token ``tok``? ``room``: how many free slots of
+        the window follow it (0: the fill ends with it; None: not known, committed ones follow);
+        what the fill must still close has to fit in them."""
+        if tok == self.pad_id:
+            return lexer.can_end(st)
+        text = self._token_text(tok)
+        if room != 0:
+            if not lexer.accepts(st, text):
+                return False
+            return room is None or lexer.closers_needed(lexer.feed(st, text)[0]) <= room
+        after, ok = lexer.feed(st, text, final=True)
+        return ok and lexer.can_end(after)
+
+    def _first_allowed(self, lexer: Lexer, st: LexState, tokens, room: int | None) -> int | None:
+        """The first of ``tokens`` (best first) a slot after the state ``st`` may take; None if none may."""
+        return next((t for t in tokens if t != self.mask_id and self._may_take(lexer, st, t, room)), None)
+
+    def first_admissible(self, state, r: int, slot: int, tokens: list[int]) -> int | None:
+        """The first of ``tokens`` that window slot ``slot`` of row ``r`` may take, where it is
+        the first masked slot of its hole; None if none may, or the slot is not steered."""
+        if self._failed or self.checks[r] is None:
+            return None
+        t0 = time.perf_counter()
+        try:
+            for h, (a, b) in enumerate(self.spans[r]):
+                if not a <= slot < b:
+                    continue
+                lexer = self._lexer(r, h)
+                run = state.ids[r, a:slot].tolist()
+                if lexer is None or self.pad_id in run or state.masked[r, a:slot].any():
+                    return None
+                st = self._state(r, h, lexer, run)
+                room = b - slot - 1 if bool(state.masked[r, slot:b].all()) else None
+                found = self._first_allowed(lexer, st, tokens, room)
+                if found is None:  # what must come next (a closer, a header's first word), if the model ranks it low
+                    found = self._first_allowed(lexer, st, self._lead_tokens(lexer.due(st, ending=room is not None)), room)
+                return found
+            return None
+        except Exception:
+            self._fail("first_admissible")
+            return None
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def remask(self, state) -> torch.Tensor:
+        out = torch.zeros_like(state.masked)
+        if self._failed:
+            return out
+        t0 = time.perf_counter()
+        try:
+            ids = state.ids.cpu()
+            flag = torch.zeros(out.shape, dtype=torch.bool)
+            blamed = {r: self._repair_row(check, r, ids[r].tolist()) for r, check in enumerate(self.checks) if check is not None}
+            # A request with a valid candidate already has what selection needs: its rows are left as they are.
+            settled = {id(self.checks[r]) for r, slots in blamed.items() if not slots}
+            for r, slots in blamed.items():
+                if id(self.checks[r]) not in settled:
+                    flag[r, sorted(slots)] = True
+            return flag.to(out.device)
+        except Exception:
+            self._fail("remask")
+            return out
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def _repair_row(self, check: RequestCheck, r: int, row: list[int]) -> set[int]:
+        """Window slots of row r whose tokens overlap errors its fills introduced."""
+        holes = []  # per hole: (slots, fill tokens, byte offset of each token in its fill)
+        fills = []
+        for slots in self.slots[r]:
+            toks = self._fill_tokens([row[s] for s in slots])
+            offs, at = [], 0
+            for t in toks:
+                offs.append(at)
+                at += len(self.token_bytes(t))
+            holes.append((slots, toks, offs))
+            fills.append(b"".join(self.token_bytes(t) for t in toks))
+        errors, spans = check.new_errors(fills)
+        flag: set[int] = set()
+
+        def touches(s0: int, s1: int) -> list[int]:
+            return [h for h, (a, b) in enumerate(spans) if s0 <= b and a <= s1]
+
+        for err in errors:
+            if touches(err.start, err.end):
+                # Blame the stray parts of an ERROR node that touch a fill, else the whole node.
+                parts = [p for p in err.parts if touches(*p)] or [(err.start, err.end)]
+                for s0, s1 in parts:
+                    for h in touches(s0, s1):
+                        flag.update(self._blame(holes[h], spans[h], s0, s1))
+            else:  # outside every fill (e.g. MISSING '}' at the end): blame the nearest fill before it
+                before = [h for h, (a, _) in enumerate(spans) if a <= err.start] or [0]
+                slots, toks, _ = holes[before[-1]]
+                syntax = [slots[k] for k, t in enumerate(toks) if _SYNTAX_CHARS & set(self._token_text(t))]
+                flag.update(syntax or slots[max(len(toks) - 1, 0) :])
+        return flag
+
+    def _blame(self, hole, span: tuple[int, int], s0: int, s1: int) -> list[int]:
+        """Slots of one hole's fill whose tokens overlap error bytes [s0, s1] of the filled text."""
+        slots, toks, offs = hole
+        a, b = span
+        lo, hi = s0 - a, max(s1, s0 + 1) - a
+        if s0 == s1:
+            lo -= 1  # a MISSING node: blame the token before it too
+        hit = [slots[k] for k, t in enumerate(toks) if offs[k] < hi and offs[k] + len(self.token_bytes(t)) > lo]
+        if s1 >= b or not hit:  # at the fill's end: let it shrink (its last token) or grow (its pads)
+            hit += slots[max(len(toks) - 1, 0) :]
+        return hit
+
+    def judge(self, r: int, texts: list[str]) -> bool | None:
+        """Is row r with final fill texts ``texts`` valid? None if the row is not checked."""
+        return self._ask(r, texts, lambda check, fills: check.valid(fills))
+
+    def error_at(self, r: int, texts: list[str], hole: int) -> tuple[int, int] | None:
+        """The span of the first new error of row r with fill texts ``texts``, in bytes from hole
+        ``hole``'s fill start (see RequestCheck.first_error); None if valid or not checked (judge
+        tells which, from its cache)."""
+        return self._ask(r, texts, lambda check, fills: check.first_error(fills, hole))
+
+    def _ask(self, r: int, texts: list[str], question):
+        check = self.checks[r] if r < len(self.checks) else None
+        if check is None or self._failed:
+            return None
+        t0 = time.perf_counter()
+        try:
+            return question(check, [t.encode("utf-8", "surrogatepass") for t in texts])
+        except Exception:
+            self._fail("judge")
+            return None
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def _fail(self, where: str) -> None:
+        log.exception("syntax constraint failed in %s; continuing without constraints", where)
+        self._failed = True
+
+
+def for_chunk(requests: list[FillRequest], rows: list[int], hole: torch.Tensor, tokenizer, pad_id: int, mask_id: int,
+              shapes: list[Shape] | None = None) -> SyntaxConstraint | None:
+    """The constraint for an engine chunk: ``rows[r]`` is the request index of row r;
+    ``shapes[i]`` is request i's (see RequestCheck).
+
+    None when no request in the chunk is constrained and has a usable grammar.
+    """
+    t0 = time.perf_counter()
+    checks: list[RequestCheck | None] = []
+    for i, req in enumerate(requests):
+        check = None
+        if req.options.constrained and req.language:
+            try:
+                check = RequestCheck(req, shapes[i] if shapes else Shape())
+            except LookupError:
+                pass  # unknown language: languages.grammar logged it once
+            except Exception:
+                log.exception("could not prepare syntax checks for %s; filling it unconstrained", req.path or "a request")
+        checks.append(check)
+    if not any(checks):
+        return None
+    c = SyntaxConstraint([checks[i] for i in rows], hole, tokenizer, pad_id, mask_id)
+    c.seconds += time.perf_counter() - t0
+    return c

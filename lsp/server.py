@@ -1,0 +1,367 @@
+"""The language server: LSP requests in, ``FillRequest`` to the worker, LSP results out.
+
+Handlers are thin: they read the document at the cursor (``documents``), await the worker
+(``scheduler``) and build LSP types. Features:
+
+- ``textDocument/inlineCompletion`` (LSP 3.18): ghost text at the cursor;
+- ``textDocument/completion``: the same fill as one completion item, for clients without
+  inline completion;
+- ``textDocument/codeAction`` + the command ``infill.fillHoles``: every ``<FILL>`` / ``<FILL:N>``
+  hole in the document (or the selection) filled jointly in one request, as one WorkspaceEdit;
+- the command ``infill.recordFeedback``: local acceptance statistics (``feedback``).
+
+Errors a user can cause (a missing model, a bad position) give an empty result and a
+``window/logMessage``; bad options give a ``window/showMessage`` and the defaults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from infill.text import textpos
+from infill.errors import Cancelled, InfillError
+from infill.protocol import FillRequest, FillResult, Hole, SamplingOptions
+
+from infill.lsp import documents, feedback
+from infill.lsp.options import Options, parse_options
+from infill.lsp.rpc import InfillProtocol
+from infill.lsp.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+__version__ = "0.1.0"
+FILL_HOLES = "infill.fillHoles"
+RECORD_FEEDBACK = "infill.recordFeedback"
+_EMPTY_INLINE = types.InlineCompletionList(items=[])
+_EMPTY_COMPLETION = types.CompletionList(is_incomplete=True, items=[])
+
+
+def load_engine(key: tuple[str | None, str], precision: str = "auto", threads: int | None = None):
+    """The engine for (model directory or None for the bundled one, device). Runs in the worker."""
+    import torch
+
+    from infill.engine.fill import DEFAULT_MODEL_DIR, Engine, EngineConfig
+
+    torch.set_grad_enabled(False)  # thread-local: the worker thread never needs autograd
+    path, device = key
+    model_dir = Path(path).expanduser() if path else DEFAULT_MODEL_DIR
+    return Engine.load(EngineConfig(model_dir=model_dir, device=device, precision=precision, threads=threads))
+
+
+class InfillServer(LanguageServer):
+    """pygls' server plus the infill state: options, the worker, the loaded model."""
+
+    def __init__(self, model: str | None = None, device: str | None = None, token: str | None = None, loader=load_engine):
+        super().__init__("infill", __version__, protocol_cls=InfillProtocol, max_workers=2)
+        self.defaults = (model, device or "auto")  # from the command line; options override them
+        self.options = Options()
+        self.scheduler = Scheduler(loader)
+        self.protocol.required_token = token
+        self._progress_ids = itertools.count(1)
+
+    # -- messages to the user ---------------------------------------------------------------
+
+    def log_client(self, kind: types.MessageType, message: str) -> None:
+        (log.warning if kind <= types.MessageType.Warning else log.info)("%s", message)
+        self.window_log_message(types.LogMessageParams(type=kind, message=f"infill: {message}"))
+
+    def show_client(self, kind: types.MessageType, message: str) -> None:
+        log.warning("%s", message)
+        self.window_show_message(types.ShowMessageParams(type=kind, message=f"infill: {message}"))
+
+    def report_server_error(self, error: Exception, source) -> None:
+        if self.protocol.answer_bad_message(error):
+            return
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+    # -- options and the model ----------------------------------------------------------------
+
+    def model_key(self) -> tuple[str | None, str]:
+        return (self.options.model_path or self.defaults[0], self.options.device or self.defaults[1])
+
+    def set_options(self, raw: Any) -> bool:
+        """Parse options from the client; True if the model must be (re)loaded."""
+        before = self.model_key()
+        self.options, problems = parse_options(raw)
+        if problems:
+            self.show_client(types.MessageType.Warning, "bad options: " + "; ".join(problems))
+        return self.model_key() != before
+
+    async def load_model(self) -> None:
+        """Load the model in the worker, with $/progress if the client supports it."""
+        token = None
+        caps = self.client_capabilities
+        if caps.window and caps.window.work_done_progress:
+            token = f"infill-load-{next(self._progress_ids)}"
+            try:
+                await asyncio.wait_for(self.work_done_progress.create_async(token), 10)
+                self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title="infill: loading the model", cancellable=False))
+            except Exception as e:  # noqa: BLE001 - progress is a courtesy
+                log.info("no progress: %s", e)
+                token = None
+        message = "model loaded"
+        try:
+            engine = await asyncio.wrap_future(self.scheduler.load(self.model_key()))
+            dtype = str(getattr(engine, "dtype", "")).removeprefix("torch.")  # test doubles may have none
+            message = f"loaded {engine.model_id} on {engine.device}" + (f" ({dtype})" if dtype else "")
+            self.log_client(types.MessageType.Info, message)
+        except Exception as e:  # noqa: BLE001 - any load failure becomes one message
+            message = f"could not load the model: {e}"
+            self.show_client(types.MessageType.Error, message)
+        finally:
+            if token is not None:
+                self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+
+    def sampling(self) -> SamplingOptions:
+        o = self.options
+        return SamplingOptions(steps=o.steps, threshold=o.threshold, constrained=o.constrained, retry=o.retry)
+
+    # -- filling --------------------------------------------------------------------------------
+
+    def document(self, uri: str):
+        from urllib.parse import unquote
+
+        return self.workspace.text_documents.get(unquote(uri))
+
+    async def run_fill(self, key, request: FillRequest, *, debounce_s: float = 0.0, cache_key=None,
+                       elastic: bool = False) -> FillResult | None:
+        """The worker's result, or None (cancelled, superseded, or failed: the reason is logged)."""
+        try:
+            return await self.scheduler.fill(key, request, debounce_s=debounce_s, cache_key=cache_key, elastic=elastic)
+        except Cancelled as e:
+            log.debug("fill cancelled: %s", e)
+        except InfillError as e:
+            self.log_client(types.MessageType.Warning, str(e))
+        except Exception as e:  # noqa: BLE001 - a bug must not take the server down
+            log.exception("fill failed")
+            self.log_client(types.MessageType.Error, f"fill failed: {type(e).__name__}: {e}")
+        return None
+
+    async def fill_at_cursor(self, uri: str, position: types.Position, automatic: bool) -> tuple[str, int, str, types.Position] | None:
+        """(document text, cursor offset, fill, the cursor clamped to its line) at an LSP position, or None."""
+        doc = self.document(uri)
+        if doc is None:
+            self.log_client(types.MessageType.Warning, f"{uri} is not open")
+            return None
+        text, version = doc.source, doc.version
+        encoding = str(self.workspace.position_encoding or "utf-16")
+        offset = textpos.lsp_to_str(text, position.line, position.character, encoding)
+        if offset is None:
+            self.log_client(types.MessageType.Warning, f"position {position.line}:{position.character} is outside {uri}")
+            return None
+        prepared = documents.prepare(text, [Hole(offset, offset, self.options.max_tokens)])
+        request = FillRequest(text=prepared.text, holes=prepared.holes, language=doc.language_id, options=self.sampling(), path=uri)
+        debounce = self.options.debounce_ms / 1000 if automatic else 0.0
+        result = await self.run_fill((uri, "cursor"), request, debounce_s=debounce, elastic=True,
+                                     cache_key=documents.cache_key(prepared.text, prepared.holes[0]))
+        if result is None:
+            return None
+        if doc.version != version or self.document(uri) is not doc or doc.source != text:
+            log.debug("dropping a fill for an outdated version of %s", uri)
+            return None
+        fill = prepared.fill_text(result.fills[0].text)
+        cursor = types.Position(*textpos.str_to_lsp(text, offset, encoding))
+        return (text, offset, fill, cursor) if fill.strip() else None
+
+    def fill_holes_edit(self, uri: str, sites, fills: list[str], version: int | None) -> types.WorkspaceEdit:
+        doc_text = self.document(uri).source
+        encoding = str(self.workspace.position_encoding or "utf-16")
+
+        def pos(offset: int) -> types.Position:
+            return types.Position(*textpos.str_to_lsp(doc_text, offset, encoding))
+
+        edits = [types.TextEdit(range=types.Range(pos(s.start), pos(s.end)), new_text=f) for s, f in zip(sites, fills)]
+        caps = self.client_capabilities.workspace
+        if caps and caps.workspace_edit and caps.workspace_edit.document_changes:
+            return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version), edits=edits)])
+        return types.WorkspaceEdit(changes={uri: edits})
+
+
+def _feedback_command(kind: str, model: str, language: str | None, chars: int) -> types.Command:
+    arg = {"accepted": True, "kind": kind, "model": model, "chars": chars}
+    if language:
+        arg["language"] = language
+    return types.Command(title="infill: accepted", command=RECORD_FEEDBACK, arguments=[arg])
+
+
+def _parse_fill_args(args: Any) -> tuple[str, types.Range | None, bool]:
+    """``[{"uri", "range"?, "apply"?}]`` or ``[uri, range?]`` -> (uri, range, apply)."""
+    first = args[0] if isinstance(args, list) and args else None
+    if isinstance(first, dict) and isinstance(first.get("uri"), str):
+        rng, apply = first.get("range"), first.get("apply", True)
+    elif isinstance(first, str):
+        rng, apply = (args[1] if len(args) > 1 else None), True
+        first = {"uri": first}
+    else:
+        raise ValueError('expected arguments [{"uri": ..., "range": ...}]')
+    if rng is not None:
+        from lsprotocol.converters import get_converter
+
+        rng = get_converter().structure(rng, types.Range)
+    return first["uri"], rng, bool(apply)
+
+
+def create_server(model: str | None = None, device: str | None = None, token: str | None = None, loader=load_engine) -> InfillServer:
+    """A server with every feature registered (one per process or test)."""
+    server = InfillServer(model=model, device=device, token=token, loader=loader)
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: InfillServer, params: types.InitializeParams) -> None:
+        ls.set_options(params.initialization_options)
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: InfillServer, params: types.InitializedParams) -> None:
+        await ls.load_model()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: InfillServer, params: types.DidChangeConfigurationParams) -> None:
+        settings = params.settings
+        caps = ls.client_capabilities.workspace
+        if settings is None and caps and caps.configuration:  # the pull model (VS Code)
+            try:
+                items = await ls.workspace_configuration_async(types.ConfigurationParams(items=[types.ConfigurationItem(section="infill")]))
+                settings = items[0] if items else None
+            except Exception as e:  # noqa: BLE001
+                log.info("workspace/configuration failed: %s", e)
+        if ls.set_options(settings):
+            await ls.load_model()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: InfillServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.scheduler.cancel((params.text_document.uri, "cursor"))  # the cursor moved: stop a stale fill
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: InfillServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.scheduler.cancel((params.text_document.uri, "cursor"))
+        ls.scheduler.cancel((params.text_document.uri, "holes"))
+
+    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+    async def inline_completion(ls: InfillServer, params: types.InlineCompletionParams) -> types.InlineCompletionList:
+        automatic = params.context.trigger_kind == types.InlineCompletionTriggerKind.Automatic
+        got = await ls.fill_at_cursor(params.text_document.uri, params.position, automatic)
+        if got is None:
+            return _EMPTY_INLINE
+        _, _, fill, cursor = got
+        doc = ls.document(params.text_document.uri)
+        item = types.InlineCompletionItem(
+            insert_text=fill,
+            range=types.Range(cursor, cursor),
+            command=_feedback_command("inline", ls.scheduler.engine.model_id, doc.language_id, len(fill)),
+        )
+        return types.InlineCompletionList(items=[item])
+
+    @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=["."], resolve_provider=False))
+    async def completion(ls: InfillServer, params: types.CompletionParams) -> types.CompletionList:
+        automatic = params.context is None or params.context.trigger_kind != types.CompletionTriggerKind.Invoked
+        got = await ls.fill_at_cursor(params.text_document.uri, params.position, automatic)
+        if got is None:
+            return _EMPTY_COMPLETION
+        text, offset, fill, cursor = got
+        word = documents.word_before(text, offset)
+        encoding = str(ls.workspace.position_encoding or "utf-16")
+        start = types.Position(cursor.line, cursor.character - textpos.lsp_units(word, encoding))
+        first_line = fill.splitlines()[0] if fill.strip() else fill
+        label = (word + first_line).strip() + (" …" if "\n" in fill.rstrip("\n") else "")
+        doc = ls.document(params.text_document.uri)
+        item = types.CompletionItem(
+            label=label or fill,
+            kind=types.CompletionItemKind.Snippet,
+            detail=f"infill ({ls.scheduler.engine.model_id})",
+            documentation=word + fill,
+            filter_text=word + fill,
+            sort_text="0",
+            insert_text_format=types.InsertTextFormat.PlainText,
+            text_edit=types.TextEdit(range=types.Range(start, cursor), new_text=word + fill),
+            command=_feedback_command("completion", ls.scheduler.engine.model_id, doc.language_id, len(fill)),
+        )
+        return types.CompletionList(is_incomplete=True, items=[item])
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.RefactorRewrite], resolve_provider=False),
+    )
+    def code_action(ls: InfillServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+        doc = ls.document(params.text_document.uri)
+        if doc is None or "<FILL" not in doc.source:
+            return None
+        rng = params.range
+        whole = rng.start == rng.end
+        title = "Fill holes with infill" + ("" if whole else " (selection)")
+        arg = {"uri": params.text_document.uri}
+        if not whole:
+            arg["range"] = ls.protocol._converter.unstructure(rng)
+        return [types.CodeAction(title=title, kind=types.CodeActionKind.RefactorRewrite,
+                                 command=types.Command(title=title, command=FILL_HOLES, arguments=[arg]))]
+
+    @server.command(FILL_HOLES)
+    async def fill_holes(ls: InfillServer, *args: Any) -> types.WorkspaceEdit | None:
+        try:
+            uri, rng, apply = _parse_fill_args(list(args))
+        except Exception as e:  # noqa: BLE001
+            ls.log_client(types.MessageType.Warning, f"{FILL_HOLES}: {e}")
+            return None
+        doc = ls.document(uri)
+        if doc is None:
+            ls.log_client(types.MessageType.Warning, f"{FILL_HOLES}: {uri} is not open")
+            return None
+        text, version = doc.source, doc.version
+        encoding = str(ls.workspace.position_encoding or "utf-16")
+        start, end = 0, len(text)
+        if rng is not None:
+            start = textpos.lsp_to_str(text, rng.start.line, rng.start.character, encoding)
+            end = textpos.lsp_to_str(text, rng.end.line, rng.end.character, encoding)
+            if start is None or end is None or end < start:
+                ls.log_client(types.MessageType.Warning, f"{FILL_HOLES}: the range is outside {uri}")
+                return None
+        try:
+            clean, holes, sites = documents.fill_sites(text, start, end, ls.options.max_tokens)
+        except InfillError as e:
+            ls.show_client(types.MessageType.Warning, str(e))
+            return None
+        if not holes:
+            ls.show_client(types.MessageType.Info, "no <FILL> holes " + ("in the selection" if rng else "in the document"))
+            return None
+        prepared = documents.prepare(clean, holes)
+        request = FillRequest(text=prepared.text, holes=prepared.holes, language=doc.language_id, options=ls.sampling(), path=uri)
+        result = await ls.run_fill((uri, "holes"), request)
+        if result is None:
+            return None
+        if doc.version != version or doc.source != text:
+            ls.log_client(types.MessageType.Info, "the document changed while filling; nothing applied")
+            return None
+        edit = ls.fill_holes_edit(uri, sites, [prepared.fill_text(f.text) for f in result.fills], version)
+        caps = ls.client_capabilities.workspace
+        if apply and caps and caps.apply_edit:
+            try:
+                await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label="infill: fill holes"))
+            except Exception as e:  # noqa: BLE001 - the edit is also the command's result
+                log.info("workspace/applyEdit failed: %s", e)
+        return edit
+
+    @server.command(RECORD_FEEDBACK)
+    def record_feedback(ls: InfillServer, *args: Any) -> dict | None:
+        try:
+            event = feedback.parse_event(list(args))
+        except ValueError as e:
+            ls.log_client(types.MessageType.Warning, f"{RECORD_FEEDBACK}: {e}")
+            return None
+        path = Path(ls.options.feedback_file).expanduser() if ls.options.feedback_file else feedback.default_path()
+        try:
+            return feedback.record(path, event)
+        except OSError as e:
+            ls.log_client(types.MessageType.Warning, f"{RECORD_FEEDBACK}: cannot write {path}: {e}")
+            return None
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: InfillServer, params: Any) -> None:
+        ls.scheduler.cancel_all()
+
+    return server
