@@ -10,10 +10,13 @@ Subcommands:
   and only after every fill succeeded); ``--json`` prints one JSON object per input (JSON Lines).
   For ``-`` (stdin) the default output is the filled text itself, not a diff.
   Line endings (LF or CRLF) and a missing final newline are preserved.
-- ``infill refactor RECIPE PATH...``: batch edits over many files, provided by ``infill.refactor``.
-- ``infill train``: provided by ``infill.train`` (``add_arguments`` / ``main``).
-- ``infill bench quality``: provided by ``infill.bench.quality``.
-- ``infill bench overhead``: provided by ``infill.bench.overhead``.
+  A file's language comes from ``--language`` or its extension, by the one language table
+  (grammars/languages.toml); stdin needs ``--language``. A fill judged not to parse is never
+  passed off as good: it is marked (a ``# infill:`` line before its file's diff, a warning on
+  stderr, the summary line), and ``--write`` skips its file (exit 1) unless ``--allow-invalid``.
+- ``infill languages``: the language table (``--json`` for tools: the VS Code extension's copy).
+- ``infill refactor``, ``train``, ``lsp``, ``bench ...``, ``card``: provided by their own modules
+  (``add_arguments`` / ``main``), imported only when run.
 
 Errors a user can cause (a missing, binary or non-UTF-8 file, no holes, a bad model directory)
 print one line, ``infill: error: ...``, and exit with code 2 leaving every file untouched;
@@ -33,7 +36,6 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-import typing
 from typing import Sequence
 
 from infill import __version__
@@ -47,76 +49,15 @@ from infill.text.holes import (
     line_col,
     match_newlines,
     newline_of,
-    parse_position,
     position_to_offset,
 )
-from infill.protocol import Hole, Policy
+from infill.protocol import Hole
+from infill.syntax.languages import spec_for, specs
+from infill.args import PROG, add_model_options, add_sampling_arguments, cursor_position, int_in, load_engine, sampling_options
 
 log = logging.getLogger("infill.cli")
 
-PROG = "infill"
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-# File extension -> language id (LSP language ids). grammars/ will own the full table later.
-LANGUAGES = {
-    ".py": "python", ".pyi": "python",
-    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascriptreact",
-    ".ts": "typescript", ".tsx": "typescriptreact",
-    ".go": "go", ".rs": "rust", ".java": "java", ".kt": "kotlin",
-    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp",
-    ".cs": "csharp", ".rb": "ruby", ".php": "php", ".swift": "swift", ".scala": "scala",
-    ".sh": "shellscript", ".bash": "shellscript", ".lua": "lua", ".sql": "sql",
-    ".html": "html", ".css": "css", ".json": "json", ".yaml": "yaml", ".yml": "yaml",
-    ".toml": "toml", ".md": "markdown",
-}
-
-
-def language_for(path: str) -> str | None:
-    return LANGUAGES.get(Path(path).suffix.lower())
-
-
-# ----------------------------------------------------------------------------------------------
-# Argument types (each raises argparse.ArgumentTypeError: one clear line, exit 2).
-
-
-def _int_in(lo: int, hi: int | None = None):
-    def parse(s: str) -> int:
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{s!r} is not an integer") from None
-        if v < lo or (hi is not None and v > hi):
-            raise argparse.ArgumentTypeError(f"{v} is not in {lo}..{hi if hi is not None else ''}")
-        return v
-
-    return parse
-
-
-def _float_in(lo: float, hi: float | None = None, lo_open: bool = False):
-    def parse(s: str) -> float:
-        try:
-            v = float(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{s!r} is not a number") from None
-        if v != v or v < lo or (lo_open and v == lo) or (hi is not None and v > hi):
-            raise argparse.ArgumentTypeError(f"{v} is out of range")
-        return v
-
-    return parse
-
-
-def _position(s: str) -> tuple[int, int]:
-    try:
-        return parse_position(s)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"{e} (expected LINE:COL, 1-based)") from None
-
-
-def _device(s: str) -> str:
-    if s in ("auto", "cpu", "cuda") or (s.startswith("cuda:") and s[5:].isdigit()):
-        return s
-    raise argparse.ArgumentTypeError(f"{s!r}: use auto, cpu, cuda or cuda:N")
-
 
 # ----------------------------------------------------------------------------------------------
 # The parser.
@@ -125,33 +66,6 @@ def _device(s: str) -> str:
 def _logging_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     p.add_argument("-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)")
-
-
-def add_model_options(p: argparse.ArgumentParser) -> None:
-    """--model, --device, --threads, --precision (shared by every command that loads a model)."""
-    p.add_argument("--model", metavar="DIR", type=Path, default=None,
-                   help="model directory (config.json, model.safetensors, tokenizer.json); default: the bundled model")
-    p.add_argument("--device", type=_device, default="auto", help="auto | cpu | cuda[:N] (default: auto)")
-    p.add_argument("--threads", type=_int_in(1), default=None, help="torch CPU threads (default: torch's)")
-    p.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto",
-                   help="weights and activations: bf16 on GPUs and CPUs with native bf16 (AMX, AVX512-BF16), "
-                        "else fp32 (default: auto)")
-
-
-def add_sampling_arguments(g) -> None:
-    """The sampling flags shared by fill and refactor (they map onto SamplingOptions)."""
-    g.add_argument("--steps", type=_int_in(1), default=None, help="denoising steps (default: the engine's schedule)")
-    g.add_argument("--threshold", type=_float_in(0.0, 1.0), default=None,
-                   help="commit every token above this confidence each step (at least one)")
-    g.add_argument("--policy", choices=list(typing.get_args(Policy)), default="confidence",
-                   help="which masked tokens to commit first (default: confidence)")
-    g.add_argument("--temperature", type=_float_in(0.0), default=0.0, help="0 = greedy (default)")
-    g.add_argument("--top-p", type=_float_in(0.0, 1.0, lo_open=True), default=1.0, help="nucleus sampling (default: 1.0)")
-    g.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    g.add_argument("--candidates", type=_int_in(0), default=0,
-                   help="candidates per request (window lengths x seeds); 0 = the engine's default")
-    g.add_argument("--no-constrain", dest="constrained", action="store_false",
-                   help="no syntax-checked selection of candidates")
 
 
 def _add_fill(sub) -> None:
@@ -170,13 +84,16 @@ def _add_fill(sub) -> None:
     out = p.add_mutually_exclusive_group()
     out.add_argument("--write", "-w", action="store_true", help="replace the files (atomically) instead of printing a diff")
     out.add_argument("--json", action="store_true", help="print one JSON object per input (JSON Lines)")
-    p.add_argument("--at", metavar="LINE:COL", type=_position, default=None,
+    p.add_argument("--allow-invalid", action="store_true",
+                   help="with --write, also write files with a fill that does not parse (default: they are skipped)")
+    p.add_argument("--at", metavar="LINE:COL", type=cursor_position, default=None,
                    help="fill at this cursor (1-based line and column in characters) instead of at markers")
     p.add_argument("--language", default=None,
-                   help="language id (default: from the file extension; needed for stdin with --at)")
+                   help="language (name, LSP id or extension; default: from the file extension; needed for stdin). "
+                        "`infill languages` lists them")
     add_model_options(p)
     g = p.add_argument_group("sampling")
-    g.add_argument("--max-tokens", type=_int_in(1, MAX_HOLE_TOKENS), default=DEFAULT_MAX_TOKENS,
+    g.add_argument("--max-tokens", type=int_in(1, MAX_HOLE_TOKENS), default=DEFAULT_MAX_TOKENS,
                    help=f"budget of a <FILL> without N and of --at (default: {DEFAULT_MAX_TOKENS})")
     add_sampling_arguments(g)
     _logging_options(p)
@@ -250,6 +167,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     _add_delegated(lsp_bench, "infill.bench.keystrokes", wanted=words[:2] == ["bench", "lsp"], model_options=True)
     card = sub.add_parser("card", help="write a model's MODEL_CARD.md from its training facts and benchmark results")
     _add_delegated(card, "infill.train.model_card", wanted=words[:1] == ["card"], model_options=False)
+    langs = sub.add_parser("languages", help="the languages infill knows (grammars/languages.toml)")
+    langs.add_argument("--json", action="store_true", help="one JSON object: name -> LSP ids and extensions")
+    langs.set_defaults(handler=run_languages)
     refactor = sub.add_parser("refactor", help="batch edits over many files (holes, docstrings, annotate, bodies, query)")
     _add_delegated(refactor, "infill.refactor.run", wanted=words[:1] == ["refactor"], model_options=True)
     return parser
@@ -269,6 +189,11 @@ def _setup_logging(verbose: int) -> None:
         handler.setFormatter(logging.Formatter("infill: %(levelname)s: %(name)s: %(message)s"))
         handler._infill_cli = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
+
+
+def warn(message: str) -> None:
+    """Print one warning line on stderr (always, -q or not: it is about the result)."""
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
 def error(message: str) -> int:
@@ -311,19 +236,6 @@ def _run_delegated(args: argparse.Namespace) -> int:
     return mod.main(args)
 
 
-def load_engine(args: argparse.Namespace):
-    """The engine the model options describe (imports torch)."""
-    from infill.engine.fill import DEFAULT_MODEL_DIR, Engine, EngineConfig
-
-    model_dir = args.model if args.model is not None else DEFAULT_MODEL_DIR
-    if args.model is not None and not Path(model_dir).exists():
-        raise InputError(f"--model {model_dir}: no such directory")
-    if not Path(model_dir).is_dir():
-        raise InputError(f"model directory {model_dir}: not a directory")
-    return Engine.load(EngineConfig(model_dir=Path(model_dir), device=args.device, threads=args.threads,
-                                    precision=args.precision))
-
-
 # ----------------------------------------------------------------------------------------------
 # infill fill
 
@@ -348,6 +260,26 @@ class Source:
         return self.real_path is None
 
 
+def language_of(name: str, given: str | None, constrained: bool) -> str | None:
+    """The language to fill ``name`` (a path, or ``<stdin>``) in: ``given`` (``--language``) or
+    its extension's, by the one language table (grammars/languages.toml). A language infill has no
+    grammar for is an InputError unless the fill is unconstrained (then it is filled as plain text,
+    and said so): a fill that nothing checks is never passed off as a checked one."""
+    spec = spec_for(given) if given else None if name == "<stdin>" else spec_for(name)
+    if spec is not None:
+        return spec.name
+    known = ", ".join(specs())
+    if not constrained:
+        warn(f"{name}: no grammar for {f'language {given!r}' if given else 'its language'}: filled unchecked")
+        return given
+    if given:
+        raise InputError(f"--language {given}: unknown language (known: {known}; --no-constrain fills any text unchecked)")
+    if name == "<stdin>":
+        raise InputError(f"stdin needs --language (one of: {known})")
+    raise InputError(f"{name}: no grammar for this kind of file (known: {known}); name one with --language, "
+                     "or fill it unchecked with --no-constrain")
+
+
 def read_stdin() -> str:
     stream = getattr(sys.stdin, "buffer", None)
     if stream is not None:
@@ -367,18 +299,15 @@ def gather(args: argparse.Namespace) -> list[Source]:
     seen: set[Path] = set()
     for path in args.paths:
         if path == "-":
-            if args.at is not None and not args.language:
-                raise InputError("--at on stdin needs --language")
             original, real, st = read_stdin(), None, None
-            language = args.language
         else:
             original, real, st = read_text_file(path)
             if real in seen:
                 log.info("%s: given twice; filled once", path)
                 continue
             seen.add(real)
-            language = args.language or language_for(path)
         name = "<stdin>" if path == "-" else path
+        language = language_of(name, args.language, args.constrained)
         if args.at is not None:
             try:
                 offset = position_to_offset(original, *args.at)
@@ -396,19 +325,20 @@ def gather(args: argparse.Namespace) -> list[Source]:
     return sources
 
 
-def sampling_options(args: argparse.Namespace):
-    from infill.protocol import SamplingOptions
+def language_table() -> dict[str, dict]:
+    """Every language of grammars/languages.toml: its LSP ids and file extensions (the table the
+    VS Code extension keeps a copy of, vscode-extension/languages.json, checked by a test)."""
+    return {name: {"lsp_ids": list(s.lsp_ids), "extensions": list(s.extensions)} for name, s in specs().items()}
 
-    return SamplingOptions(
-        steps=args.steps,
-        threshold=args.threshold,
-        policy=args.policy,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        seed=args.seed,
-        candidates=args.candidates,
-        constrained=args.constrained,
-    )
+
+def run_languages(args: argparse.Namespace) -> int:
+    table = language_table()
+    if args.json:
+        print(json.dumps(table, indent=2))
+        return EXIT_OK
+    for name, row in table.items():
+        print(f"{name:12} ids: {', '.join(row['lsp_ids']):40} files: {', '.join('.' + e for e in row['extensions'])}")
+    return EXIT_OK
 
 
 def run_fill(args: argparse.Namespace) -> int:
@@ -431,8 +361,17 @@ def run_fill(args: argparse.Namespace) -> int:
         s.result = r
         s.filled = apply_fills(s.text, s.holes, [match_newlines(f.text, nl) for f in r.fills])
 
+    invalid = {s.path: [line_col(s.text, h.start) for h, f in zip(s.holes, s.result.fills) if f.valid is False] for s in sources}
+    skipped = [s for s in sources if invalid[s.path] and args.write and not args.allow_invalid]
+    for s in sources:
+        for line, col in invalid[s.path]:
+            mark = f"{s.path}:{line}:{col}: this fill does not parse"
+            if args.write:
+                warn(mark + ("; written anyway (--allow-invalid)" if args.allow_invalid else f"; {s.path} not written"))
+            elif args.json or s.is_stdin:
+                warn(mark)
     if args.write:
-        write_all(sources)
+        write_all([s for s in sources if s not in skipped])
     elif args.json:
         device = str(getattr(engine, "device", ""))
         for s in sources:
@@ -441,7 +380,8 @@ def run_fill(args: argparse.Namespace) -> int:
         for s in sources:
             if s.is_stdin:
                 sys.stdout.write(s.filled)
-            else:
+            else:  # comment lines before a file's diff: patch and git apply skip them
+                sys.stdout.write("".join(f"# infill: {s.path}:{line}:{col}: this fill does not parse\n" for line, col in invalid[s.path]))
                 sys.stdout.write(unified_diff(s.original, s.filled, s.path))
     sys.stdout.flush()
 
@@ -453,12 +393,15 @@ def run_fill(args: argparse.Namespace) -> int:
         if sources[0].is_stdin:
             what = "stdin"
         done = "wrote" if args.write else "filled"
+        bad = sum(len(v) for v in invalid.values())
         print(
             f"{PROG}: {done} {n_holes} hole{'s' if n_holes != 1 else ''} in {what}: {tokens} tokens generated, "
-            f"{wall:.2f} s (model load {t_fill - t_load:.2f} s, fill {fill_s:.2f} s) with {results[0].model} on {engine.device}",
+            f"{wall:.2f} s (model load {t_fill - t_load:.2f} s, fill {fill_s:.2f} s) with {results[0].model} on {engine.device}"
+            + (f"; {bad} fill{'s' if bad != 1 else ''} do{'es' if bad == 1 else ''} not parse" if bad else "")
+            + (f"; {len(skipped)} file{'s' if len(skipped) != 1 else ''} not written" if skipped else ""),
             file=sys.stderr,
         )
-    return EXIT_OK
+    return EXIT_ERROR if skipped else EXIT_OK
 
 
 def json_record(s: Source, device: str) -> dict:

@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from infill.cli import add_model_options
+from infill.args import add_model_options
 
 from infill.lsp.cli import add_arguments, main
 

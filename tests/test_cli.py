@@ -386,3 +386,71 @@ def test_help_does_not_import_torch():
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
+
+
+# ----------------------------------------------------------------------------------------------
+# Languages (one table: grammars/languages.toml) and fills that do not parse (issue 29).
+
+
+def test_unknown_extension_is_an_error_unless_unconstrained(run, tmp_path):
+    f = write(tmp_path / "notes.kt", "fun main() { val x = <FILL> }\n")
+    rc, out, err = run("fill", str(f))
+    assert rc == 2 and "no grammar" in one_error_line(err) and "--language" in err and out == ""
+    rc, out, err = run("fill", "--no-constrain", str(f))
+    assert rc == 0 and "filled unchecked" in err and "+++" in out
+
+
+def test_language_flag_takes_ids_and_extensions(run, tmp_path):
+    f = write(tmp_path / "snippet.txt", "function f(a) {\n  return <FILL:4>\n}\n")
+    for given in ("javascript", "js", "javascriptreact"):
+        rc, out, err = run("fill", "--json", "--language", given, str(f))
+        assert rc == 0 and json.loads(out)["language"] == "javascript"
+    rc, out, err = run("fill", "--language", "cobol", str(f))
+    assert rc == 2 and "unknown language" in one_error_line(err)
+
+
+def test_stdin_needs_language(run, monkeypatch):
+    stdin(monkeypatch, b"x = <FILL:4>\n")
+    rc, out, err = run("fill", "-")
+    assert rc == 2 and "stdin needs --language" in one_error_line(err)
+
+
+@pytest.fixture
+def first_fill_invalid(monkeypatch):
+    """The engine's verdict on the first fill of each request made 'does not parse' (the CLI's
+    reporting is under test, not the model's luck)."""
+    import msgspec
+
+    real = Engine.fill_batch
+
+    def judged(self, requests, *a, **k):
+        out = real(self, requests, *a, **k)
+        return [msgspec.structs.replace(r, fills=[msgspec.structs.replace(r.fills[0], valid=False), *r.fills[1:]]) for r in out]
+
+    monkeypatch.setattr(Engine, "fill_batch", judged)
+
+
+def test_invalid_fill_is_marked_in_the_diff(run, tmp_path, first_fill_invalid):
+    f = write(tmp_path / "a.py", SRC)
+    rc, out, err = run("fill", str(f))
+    assert rc == 0
+    assert out.startswith(f"# infill: {f}:2:12: this fill does not parse\n--- ")
+    assert "1 fill does not parse" in err.strip().splitlines()[-1]
+
+
+def test_write_skips_files_with_invalid_fills(run, tmp_path, first_fill_invalid):
+    f = write(tmp_path / "a.py", SRC)
+    rc, out, err = run("fill", "--write", str(f))
+    assert rc == 1 and f.read_text() == SRC
+    assert f"{f} not written" in err and "1 file not written" in err
+    rc, out, err = run("fill", "--write", "--allow-invalid", str(f))
+    assert rc == 0 and "<FILL>" not in f.read_text() and "written anyway" in err
+
+
+def test_language_table_is_the_extensions_copy():
+    """vscode-extension/languages.json and its activation events are grammars/languages.toml's."""
+    root = Path(__file__).resolve().parents[1] / "vscode-extension"
+    table = cli.language_table()
+    assert json.loads((root / "languages.json").read_text()) == table, "run: infill languages --json > vscode-extension/languages.json"
+    events = json.loads((root / "package.json").read_text())["activationEvents"]
+    assert sorted(events) == sorted(f"onLanguage:{i}" for row in table.values() for i in row["lsp_ids"])

@@ -44,6 +44,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from infill.args import PROG, add_sampling_arguments, int_in, load_engine, sampling_options
 from infill.errors import InputError
 from infill.text.files import TMP_SUFFIX, changed_on_disk, read_text_file, replace_atomic, unified_diff
 from infill.text.holes import MAX_HOLE_TOKENS, apply_fills, line_col, match_newlines, newline_of
@@ -57,9 +58,7 @@ _SKIP_DIRS = {"__pycache__", "node_modules"}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from infill.cli import _int_in, add_sampling_arguments
-
-    _positive = _int_in(1)
+    _positive = int_in(1)
 
     p.description = __doc__.split("\n\n", 1)[1]
     p.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -81,7 +80,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sel.add_argument("--language", default=None,
                      help="the language of a query recipe (default: python), or of the files for holes (default: by extension)")
     g = p.add_argument_group("filling")
-    g.add_argument("--max-tokens", type=_int_in(1, MAX_HOLE_TOKENS), metavar="N", default=None,
+    g.add_argument("--max-tokens", type=int_in(1, MAX_HOLE_TOKENS), metavar="N", default=None,
                    help="hole budget (default: the recipe's)")
     g.add_argument("--group", type=_positive, default=4, help="sites of one file filled jointly per request (default: 4)")
     g.add_argument("--batch", type=_positive, default=256, help="sites per engine call (default: 256)")
@@ -392,8 +391,6 @@ def json_records(job: Job, recipe_name: str) -> list[dict]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from infill.cli import PROG, load_engine, sampling_options
-
     t0 = time.perf_counter()
     if args.json and args.interactive:
         raise InputError("--json and --interactive do not go together")
@@ -491,7 +488,6 @@ def summary(report: Report, write: bool, wall: float, fill_s: float, load_s: flo
     from rich.console import Console
     from rich.table import Table
 
-    from infill.cli import PROG
 
     console = Console(file=sys.stderr, highlight=False)
     table = Table(title=None, show_edge=False)

@@ -27,8 +27,11 @@ import { DiscoveryError, ServerCommand, discoverServer, expandPath } from "./dis
 import { affectsServer, configurationPayload, needsRestart, toServerOptions } from "./settings";
 import { StatusState, fromServerMessage, fromStatusNotification, render } from "./status";
 
-/** The languages infill's grammars cover (grammars); the server answers others too, unconstrained. */
-export const LANGUAGES = ["python", "javascript", "javascriptreact", "typescript", "typescriptreact", "go", "rust", "java", "c", "cpp"];
+/** The LSP language ids of every language infill has a grammar for: languages.json, a copy of
+ * grammars/languages.toml (`infill languages --json`; a test keeps the two the same). */
+export const LANGUAGES: string[] = Object.values(
+    JSON.parse(fs.readFileSync(path.join(__dirname, "..", "languages.json"), "utf8")) as Record<string, { lsp_ids: string[] }>,
+).flatMap((language) => language.lsp_ids);
 const SERVER_FILL_HOLES = "infill.fillHoles"; // the server's command (registered by the language client)
 const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 3_000;
