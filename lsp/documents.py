@@ -21,14 +21,6 @@ from infill.protocol import Hole
 WINDOW_CHARS = 131_072  # characters kept on each side of the holes: far more than any context budget
 
 
-def word_before(text: str, offset: int) -> str:
-    """The identifier characters just before ``offset`` (what a completion menu filters on)."""
-    at = offset
-    while at > 0 and (text[at - 1].isalnum() or text[at - 1] == "_"):
-        at -= 1
-    return text[at:offset]
-
-
 @dataclass(frozen=True)
 class Prepared:
     """Text and holes as sent to the engine, and how to map fills back into the document."""

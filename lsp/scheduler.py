@@ -50,12 +50,13 @@ RECENT_S = 1.0  # a document answered this recently counts as typing
 MAX_SHED = 4  # under load an elastic fill does at least 1/MAX_SHED of its usual work
 
 
-def lighten(request: FillRequest, batch: int, candidates: int, tokens_per_step: int) -> FillRequest:
+def lighten(request: FillRequest, batch: int, candidates: int, default_steps: Callable[[int], int]) -> FillRequest:
     """``request`` with about 1/min(batch, MAX_SHED) of its usual work (a pure function).
 
-    ``candidates`` and ``tokens_per_step`` are the engine's defaults. Candidates go first (one
-    full-length candidate keeps most of the quality), then steps: each step commits more tokens.
-    A threshold schedule sets its own steps, so it only loses candidates.
+    ``candidates`` is the engine's default; ``default_steps(slots)`` is the engine's step rule
+    (``Engine.default_steps``: the steps it runs for that many hole slots when a request sets none).
+    Candidates go first (one full-length candidate keeps most of the quality), then steps: each
+    step commits more tokens. A threshold schedule sets its own steps, so it only loses candidates.
     """
     factor = min(batch, MAX_SHED)
     if factor <= 1:
@@ -66,7 +67,7 @@ def lighten(request: FillRequest, batch: int, candidates: int, tokens_per_step: 
     rest = factor * fewer / cands  # what is left to shed once candidates are cut
     steps = o.steps
     if rest > 1 and o.threshold is None:
-        usual = o.steps or math.ceil(sum(h.max_tokens for h in request.holes) / max(1, tokens_per_step))
+        usual = o.steps or default_steps(sum(h.max_tokens for h in request.holes))
         steps = max(1, math.ceil(usual / rest))
     if (fewer, steps) == (cands, o.steps):
         return request
@@ -255,9 +256,10 @@ class Scheduler:
 
     def _batch_requests(self, jobs: list[_Job]) -> list[FillRequest]:
         config = getattr(self._engine, "config", None)
-        if len(jobs) < 2 or config is None:
+        default_steps = getattr(self._engine, "default_steps", None)
+        if len(jobs) < 2 or config is None or default_steps is None:
             return [j.request for j in jobs]
-        return [lighten(j.request, len(jobs), config.candidates, config.tokens_per_step) if j.elastic else j.request
+        return [lighten(j.request, len(jobs), config.candidates, default_steps) if j.elastic else j.request
                 for j in jobs]
 
     def _run_batch(self, jobs: list[_Job]) -> None:

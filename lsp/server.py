@@ -26,6 +26,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from infill.text import textpos
+from infill.text.cursor import word_before
 from infill.errors import Cancelled, InfillError
 from infill.protocol import FillRequest, FillResult, Hole, SamplingOptions
 
@@ -265,7 +266,7 @@ def create_server(model: str | None = None, device: str | None = None, token: st
         if got is None:
             return _EMPTY_COMPLETION
         text, offset, fill, cursor = got
-        word = documents.word_before(text, offset)
+        word = word_before(text, offset)
         encoding = str(ls.workspace.position_encoding or "utf-16")
         start = types.Position(cursor.line, cursor.character - textpos.lsp_units(word, encoding))
         first_line = fill.splitlines()[0] if fill.strip() else fill

@@ -253,7 +253,7 @@ async def check_sync(client, doc: Document, timeout_s: float) -> bool | None:
     ``textDocument/completion`` answers with the identifier before the cursor *as the server sees
     it* (the item's filter text and edit range); after incremental edits it must match ours.
     """
-    from infill.lsp.documents import word_before
+    from infill.text.cursor import word_before
 
     params = types.CompletionParams(text_document=types.TextDocumentIdentifier(uri=doc.uri), position=doc.position(),
                                     context=types.CompletionContext(trigger_kind=types.CompletionTriggerKind.Invoked))

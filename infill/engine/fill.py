@@ -702,8 +702,12 @@ class Engine:
             tok = tok[: tok.index(self.model.cfg.pad_id)]
         return self.tokenizer.decode([t for t in tok if t != self.model.cfg.mask_id])
 
+    def default_steps(self, slots: int) -> int:
+        """The denoising steps for ``slots`` masked slots when a request sets none (the step rule)."""
+        return max(1, math.ceil(slots / self.config.tokens_per_step))
+
     def schedule(self, options: SamplingOptions, slots: int) -> Schedule:
-        steps = options.steps or math.ceil(slots / self.config.tokens_per_step)
+        steps = options.steps or self.default_steps(slots)
         return Schedule(
             steps=max(1, steps),
             threshold=options.threshold,

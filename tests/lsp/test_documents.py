@@ -7,7 +7,8 @@ import pytest
 from infill.protocol import Hole
 from infill.text.textpos import lsp_to_str as offset_at
 from infill.text.textpos import str_to_lsp as position_at
-from infill.lsp.documents import fill_sites, prepare, word_before
+from infill.text.cursor import word_before
+from infill.lsp.documents import fill_sites, prepare
 from infill.lsp.options import Options, parse_options
 
 TEXT = "a😀b\r\n\tx = 中文\ry\n"

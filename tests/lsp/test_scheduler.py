@@ -186,6 +186,7 @@ async def test_the_worker_waits_for_documents_typing_together(tiny_engine):
 async def test_elastic_fills_do_less_work_in_a_batch_and_are_not_cached(tiny_engine):
     scheduler, spy, gate = gated_scheduler(tiny_engine)
     spy.config = tiny_engine.config
+    spy.default_steps = tiny_engine.default_steps
     wide = lambda n: FillRequest(text=TEXTS[n], holes=[Hole(len(TEXTS[n]), len(TEXTS[n]), 8)])
     try:
         tasks = await start_fills(scheduler, TEXTS, make=wide, elastic=True)
@@ -205,6 +206,7 @@ async def test_elastic_fills_do_less_work_in_a_batch_and_are_not_cached(tiny_eng
 async def test_fill_holes_jobs_keep_their_full_work_in_a_batch(tiny_engine):
     scheduler, spy, gate = gated_scheduler(tiny_engine)
     spy.config = tiny_engine.config
+    spy.default_steps = tiny_engine.default_steps
     try:
         tasks = await start_fills(scheduler, ["a.py", "b.py"])
         gate.set()
