@@ -45,7 +45,7 @@ from infill.bench.sandbox import SandboxLimits, SandboxResult, run_python
 log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data" / "human-eval-infilling"
+DEFAULT_DATA_DIR = REPO_ROOT / "bench" / "data" / "human-eval-infilling"  # OpenAI's data (MIT), in the repository
 DEFAULT_OUT_ROOT = Path("bench") / "results"
 
 BENCHMARKS = {
