@@ -1,0 +1,85 @@
+"""``fill_at_cursor`` in process: a fill that comes back for a text the user has typed on since is
+dropped (issue 25, step 7).
+
+Over stdio the race is hard to hit: ``didChange`` cancels the pending fill, so the usual outcome
+is a cancelled fill and the outdated-version check never runs. The race it guards is a change
+that lands after the worker answered and before the handler resumed (or a document replaced by
+a second ``didOpen``). Here the change is made exactly there, so deleting the check fails these
+tests.
+"""
+
+from __future__ import annotations
+
+import pytest
+from lsprotocol import types
+from pygls.workspace import Workspace
+
+from infill.lsp.options import parse_options
+from infill.lsp.server import create_server
+
+SOURCE = "def add(a, b):\n    return a + b\n\n\nx = add(1, 2)\ny = hel\n"
+URI = "file:///virtual/outdated.py"
+FAST = {"maxTokens": 8, "steps": 2, "debounceMs": 0, "device": "cpu"}
+
+
+def _server(tiny_engine):
+    server = create_server(loader=lambda key: tiny_engine)
+    server.options, problems = parse_options(FAST)
+    assert not problems
+    server.protocol._workspace = Workspace(None)
+    server.workspace.put_text_document(types.TextDocumentItem(uri=URI, language_id="python", version=1, text=SOURCE))
+    return server
+
+
+def _typed_after_the_answer(server, change):
+    """Make ``change()`` happen after the worker answers and before ``fill_at_cursor`` resumes."""
+    real_fill = server.scheduler.fill
+
+    async def fill(*args, **kwargs):
+        result = await real_fill(*args, **kwargs)
+        assert result.fills, "the worker answered"
+        change()
+        return result
+
+    server.scheduler.fill = fill
+
+
+@pytest.mark.asyncio
+async def test_an_answer_for_the_current_text_is_kept(tiny_engine):
+    server = _server(tiny_engine)
+    try:
+        got = await server.fill_at_cursor(URI, types.Position(5, 7), automatic=False)
+        assert got is not None and got[0] == SOURCE  # the control: this text and position give a fill
+    finally:
+        server.scheduler.shutdown()
+
+
+@pytest.mark.asyncio
+async def test_an_answer_for_an_outdated_version_is_dropped(tiny_engine):
+    server = _server(tiny_engine)
+
+    def type_on():  # what pygls does for a didChange (version 2), minus our handler's cancel: too late for it
+        server.workspace.update_text_document(
+            types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+            types.TextDocumentContentChangeWholeDocument(text=SOURCE + "# typed\n"))
+
+    _typed_after_the_answer(server, type_on)
+    try:
+        assert await server.fill_at_cursor(URI, types.Position(5, 7), automatic=False) is None
+    finally:
+        server.scheduler.shutdown()
+
+
+@pytest.mark.asyncio
+async def test_an_answer_for_a_replaced_document_is_dropped(tiny_engine):
+    server = _server(tiny_engine)
+
+    def reopen():  # a second didOpen: a new document object with the same version number
+        server.workspace.put_text_document(
+            types.TextDocumentItem(uri=URI, language_id="python", version=1, text="z = 0\n" + SOURCE))
+
+    _typed_after_the_answer(server, reopen)
+    try:
+        assert await server.fill_at_cursor(URI, types.Position(5, 7), automatic=False) is None
+    finally:
+        server.scheduler.shutdown()
