@@ -8,6 +8,9 @@ allowed, a browser's only if it is in the allow-list, so a web page cannot talk 
 
 Over TCP and websockets one client is served at a time, and a client that goes away without
 ``exit`` leaves the server listening for the next one (its fills are cancelled).
+
+Over stdio and TCP, messages are read by ``framing.run_framed`` (a bounded ``Content-Length``,
+resynchronisation after a malformed header) instead of pygls' ``run_async``.
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ import asyncio
 import hmac
 import ipaddress
 import logging
+import sys
 import threading
 from urllib.parse import parse_qs, urlsplit
 
-from pygls.io_ import run_async, run_websocket
+from pygls.io_ import StdoutWriter, run_websocket
+
+from infill.lsp.framing import run_framed, stdin_reader
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +58,20 @@ def _end_session(server) -> None:
     server.protocol.reset()
 
 
-def serve_stdio(server) -> None:
-    server.start_io()
-    server.scheduler.shutdown()
+def serve_stdio(server, stdin=None, stdout=None) -> None:
+    """pygls' ``start_io`` with our frame reader (pygls' reads unbounded, and never resynchronises)."""
+    server._stop_event = stop = threading.Event()  # pygls' shutdown() sets it
+    server.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+    read = stdin_reader(stdin or sys.stdin.buffer, server.thread_pool)
+    try:
+        asyncio.run(run_framed(stop, read, server.protocol, logger=log, error_handler=server.report_server_error))
+    except BrokenPipeError:
+        log.error("the connection to the client is lost; shutting down")
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.shutdown()
+        server.scheduler.shutdown()
 
 
 def serve_tcp(server, host: str, port: int, ready: threading.Event | None = None) -> None:
@@ -69,8 +86,8 @@ def serve_tcp(server, host: str, port: int, ready: threading.Event | None = None
             log.info("client connected")
             server.protocol.set_writer(writer)
             try:
-                await run_async(stop_event=threading.Event(), reader=reader, protocol=server.protocol,
-                                logger=log, error_handler=server.report_server_error)
+                await run_framed(threading.Event(), reader.read, server.protocol,
+                                 logger=log, error_handler=server.report_server_error)
             except (ConnectionError, asyncio.IncompleteReadError) as e:
                 log.info("client went away: %s", e)
             finally:

@@ -191,3 +191,30 @@ def test_a_vanishing_client_ends_the_server_cleanly(raw, tiny_model_dir):
     raw.flush()
     raw.proc.stdin.close()  # the editor crashed: no shutdown, no exit
     assert raw.proc.wait(timeout=30) in (0, 1)
+
+
+def test_bad_framing_then_a_valid_request_is_answered(raw, tmp_path, tiny_model_dir):
+    """Issue 29: a huge Content-Length (was: MemoryError, the server died), a header block without
+    Content-Length and garbage without a line break (were: the stream out of step for good, every
+    later request timed out, nothing logged). Now each gets an error, a log line, and the valid
+    request after them is answered."""
+    initialize(raw, tiny_model_dir)
+    open_doc(raw, "file:///ok.py", "def add(a, b):\n    return a + b\n")
+    raw.proc.stdin.write(b"Content-Length: 99999999999999\r\n\r\n")
+    raw.request("after-huge", "infill/noSuchMethod", {})
+    raw.proc.stdin.write(b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n" + b'{"jsonrpc": "2.0", "id": "lost"}')
+    raw.request("after-block", "infill/noSuchMethod", {})
+    raw.proc.stdin.write(b"garbage without a line break")
+    inline(raw, "valid", "file:///ok.py", 1, 4)
+    raw.flush()
+    assert "items" in raw.wait_for("valid", timeout=60)["result"]
+    assert raw.wait_for("after-huge")["error"]["code"] == -32601
+    assert raw.wait_for("after-block")["error"]["code"] == -32601
+    framing = [m["error"]["message"] for m in raw.seen if m.get("id") is None and "error" in m]
+    assert any("over the limit" in m for m in framing) and any("without Content-Length" in m for m in framing)
+    assert any("bytes before a header" in m for m in framing)
+    assert raw.proc.poll() is None
+    raw.proc.stdin.close()
+    assert raw.proc.wait(timeout=30) in (0, 1)
+    log = (tmp_path / "server.log").read_text(errors="replace")
+    assert "over the limit" in log and "without Content-Length" in log and "bytes before a header" in log
