@@ -1,0 +1,326 @@
+"""Load a local Hugging Face checkpoint of an open diffusion LM into transformers' stock classes.
+
+Registered (infill/model/registry.py) for the keys config.json names: ``DreamModel`` / ``Dream``
+(Dream-v0, Dream-Coder-v0, DreamOn-v0, DiffuCoder), ``LLaDAModelLM`` / ``llada``, and
+``Qwen2ForCausalLM`` / ``qwen2`` (Open-dCoder; a plain causal Qwen2 such as Qwen2.5-Coder is
+refused: no mask token) and ``LlamaForCausalLM`` / ``llama`` (refused the same way).
+
+Local files only: config.json is parsed here (Dream's ``model_type`` is unknown to AutoConfig),
+the tensors are read with safetensors from ``model.safetensors`` or the shards that
+``model.safetensors.index.json`` names, into a model built on the meta device (nothing is ever
+run on random weights: every parameter must come from the checkpoint). No trust_remote_code, no
+network, nothing unpickled.
+
+Each family's conventions are read from the checkpoint and asserted: the mask, EOS, pad and BOS
+ids (config.json, else the tokenizer's named special tokens, else the family's token names; where
+two sources name one they must agree), that the mask id is a special token of the tokenizer (or,
+as LLaDA's, a reserved id inside the model's vocabulary), that the tokenizer's ids fit the
+model's vocabulary (a vocabulary padded past the tokenizer is normal), and the tensor shapes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import torch
+
+from infill.errors import ModelLoadError
+from infill.model.hf import families
+from infill.model.hf.families import Family
+from infill.model.hf.tokenizer import HFTokenizer, load_hf_tokenizer, special_token_names
+
+log = logging.getLogger(__name__)
+
+ATTN_IMPLEMENTATION = "sdpa"  # "eager" works too (the mask is additive)
+
+
+def _id_or_none(value):
+    if isinstance(value, list):
+        value = value[0] if value else None
+    return value if isinstance(value, int) and value >= 0 else None
+
+
+def weight_files(directory: Path) -> dict[str, Path]:
+    """Tensor name -> file, from the index (every shard it names must exist) or model.safetensors."""
+    index = directory / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text())["weight_map"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ModelLoadError(f"{index}: unreadable index ({e})") from None
+        shards = sorted(set(weight_map.values()))
+        missing = [s for s in shards if not (directory / s).is_file()]
+        if missing:
+            raise ModelLoadError(f"{directory}: missing weight shard {missing[0]} (of {len(shards)} named in "
+                                 "model.safetensors.index.json)")
+        return {name: directory / shard for name, shard in weight_map.items()}
+    single = directory / "model.safetensors"
+    if single.is_file():
+        from safetensors import safe_open
+
+        try:
+            with safe_open(str(single), "pt") as f:
+                return {name: single for name in f.keys()}
+        except Exception as e:
+            raise ModelLoadError(f"{single}: corrupt weights ({e})") from None
+    if any(directory.glob("*.bin")) or any(directory.glob("*.pt")):
+        raise ModelLoadError(f"{directory}: only pickled weights (.bin/.pt); convert them to safetensors first")
+    raise ModelLoadError(f"{directory}: no model.safetensors or model.safetensors.index.json")
+
+
+def detect(directory: Path, data: dict, tok: HFTokenizer | None = None) -> Family:
+    keys = set(filter(None, [*(data.get("architectures") or []), data.get("model_type")]))
+    if keys & set(families.DREAM_KEYS):
+        return families.DREAM
+    if keys & set(families.LLADA_KEYS):
+        return families.LLADA
+    if keys & set(families.QWEN2_KEYS) | keys & set(families.LLAMA_KEYS):
+        return families.OPEN_DCODER if keys & set(families.QWEN2_KEYS) else None
+    raise ModelLoadError(f"{directory}: unknown architecture {sorted(keys)}")
+
+
+def special_ids(directory: Path, data: dict, tok, family: Family, path: Path) -> dict[str, int | None]:
+    """mask, eos, pad, bos ids: config.json, else the tokenizer's named special tokens (the two
+    must agree where both name one), else the family's token names (mask only)."""
+    named = special_token_names(directory)
+    out: dict[str, int | None] = {}
+    for role in ("mask", "eos", "pad", "bos"):
+        from_config = _id_or_none(data.get(f"{role}_token_id"))
+        text = named.get(role)
+        from_tok = tok.id_of(text) if text is not None else None
+        if from_config is not None and from_tok is not None and from_config != from_tok and role == "mask":
+            raise ModelLoadError(f"{path}: mask_token_id {from_config} but the tokenizer's mask token {text!r} is {from_tok}")
+        if role == "bos":  # the lead token: what the family's own prompts prepend (tokenizer.bos_token)
+            out[role] = from_tok if from_tok is not None else from_config
+        else:
+            out[role] = from_config if from_config is not None else from_tok
+    if out["mask"] is None:
+        out["mask"] = next((tok.id_of(n) for n in family.mask_names if tok.id_of(n) is not None), None)
+    return out
+
+
+def load(directory: Path, data: dict, device: torch.device, dtype: torch.dtype, cache_mode: str = "exact"):
+    """The model and tokenizer of a Dream / LLaDA / Open-dCoder checkpoint directory."""
+    from infill.model.hf.model import HFDiffusionModel
+
+    directory = Path(directory)
+    path = directory / "config.json"
+    keys = set(filter(None, [*(data.get("architectures") or []), data.get("model_type")]))
+    raw_tok = load_hf_tokenizer(directory)
+    family = detect(directory, data)
+    probe = HFTokenizer(raw_tok, pad_id=-1, mask_id=-1, eos_id=-1)
+    ids = special_ids(directory, data, probe, family or families.OPEN_DCODER, path)
+    causal_only = family is None or (family is families.OPEN_DCODER and ids["mask"] is None)
+    if causal_only:
+        kind = "Qwen2" if keys & set(families.QWEN2_KEYS) else "Llama"
+        raise ModelLoadError(f"{directory}: a causal (autoregressive) {kind} model, not a diffusion model "
+                             "(no mask token in config.json or its tokenizer); use a diffusion checkpoint such as "
+                             "Dream-Coder, DiffuCoder, Open-dCoder or LLaDA")
+    if ids["mask"] is None:
+        raise ModelLoadError(f"{path}: no mask token (mask_token_id, or {' / '.join(family.mask_names)} in the tokenizer)")
+    if ids["eos"] is None:
+        raise ModelLoadError(f"{path}: no EOS token (eos_token_id, or the tokenizer's eos_token)")
+    mask_id, eos_id = ids["mask"], ids["eos"]
+    pad_id = ids["pad"] if ids["pad"] is not None else eos_id
+    lead_id = ids["bos"] if ids["bos"] is not None else eos_id
+    if mask_id in (eos_id, pad_id):
+        raise ModelLoadError(f"{path}: the mask id {mask_id} is also the EOS/pad id")
+
+    files = weight_files(directory)
+    fields = families.stock_config(family, data, path)
+    names = {n: families.stock_name(family, n) for n in files}
+    unmapped = sorted(n for n, s in names.items() if s is None and not n.endswith("inv_freq"))
+    if unmapped:
+        raise ModelLoadError(f"{directory}: tensors the {family.stock} layout has no place for, e.g. {unmapped[0]} "
+                             f"(is this a {family.key} checkpoint?)")
+    rows = _embedding_rows(files, names, directory)
+    if rows != fields["vocab_size"]:
+        raise ModelLoadError(f"{path}: vocab_size {fields['vocab_size']} but the embedding has {rows} rows")
+    if fields["intermediate_size"] is None:
+        fields["intermediate_size"] = _shape(files, names, "model.layers.0.mlp.gate_proj.weight", directory)[0]
+
+    tokenizer = HFTokenizer(raw_tok, pad_id=pad_id, mask_id=mask_id, eos_id=eos_id)
+    if tokenizer.vocab_size > rows:
+        raise ModelLoadError(f"{directory}: the tokenizer has ids up to {tokenizer.vocab_size - 1}, past the model's "
+                             f"vocabulary of {rows} (tokenizer and weights do not belong together)")
+    for role, i in (("mask", mask_id), ("EOS", eos_id), ("pad", pad_id), ("BOS", lead_id)):
+        if not 0 <= i < rows:
+            raise ModelLoadError(f"{path}: the {role} id {i} is outside the model's vocabulary of {rows}")
+    if mask_id < tokenizer.vocab_size and not (tokenizer.is_added(mask_id) or mask_id in tokenizer.special_ids
+                                               or _looks_special(tokenizer.text_of(mask_id))):
+        raise ModelLoadError(f"{path}: the mask id {mask_id} is the ordinary token {tokenizer.text_of(mask_id)!r} "
+                             "in the tokenizer")
+    expand_id = tokenizer.id_of(families.DREAM.expand_name or "<|expand|>") if family is families.DREAM else None
+    variant = _variant(family, tokenizer, data, expand_id)
+    end_ids = {eos_id, pad_id}
+    eot = tokenizer.id_of("<|eot_id|>")
+    if family is families.LLADA and eot is not None:
+        end_ids.add(eot)
+
+    hf = _build(family, fields, data)
+    _load_weights(hf, files, names, family, device, dtype, directory, bool(fields["tie_word_embeddings"]))
+    trained = min(family.trained_context, int(fields["max_position_embeddings"]))
+    model = HFDiffusionModel(
+        hf, family, mask_id=mask_id, pad_id=pad_id, eos_id=eos_id, lead_id=lead_id,
+        tokenizer_size=tokenizer.vocab_size, special_ids=tokenizer.special_ids | ({expand_id} if expand_id is not None else set()),
+        end_ids=frozenset(end_ids), max_context=max(64, trained * 3 // 4), name=data.get("name") or directory.name,
+        cache_mode=cache_mode, variant=variant,
+    )
+    log.info("loaded %s (%s, %s logits; mask %d, eos %d, pad %d, lead %d) on %s in %s", directory.name, variant,
+             "shifted" if family.shifted else "unshifted", mask_id, eos_id, pad_id, lead_id, device, dtype)
+    return model.eval(), tokenizer
+
+
+def _looks_special(text: str | None) -> bool:
+    return bool(text) and text.startswith("<") and text.endswith(">")
+
+
+def _variant(family: Family, tokenizer: HFTokenizer, data: dict, expand_id) -> str:
+    if family is not families.DREAM:
+        return family.key
+    if expand_id is not None:
+        return "dreamon"
+    if tokenizer.id_of("<|dlm_pad|>") is not None:
+        return "diffucoder"
+    return "dream"
+
+
+def _shape(files, names, stock: str, directory: Path) -> tuple[int, ...]:
+    from safetensors import safe_open
+
+    src = next((n for n, s in names.items() if s == stock), None)
+    if src is None:
+        raise ModelLoadError(f"{directory}: no tensor for {stock}")
+    with safe_open(str(files[src]), "pt") as f:
+        return tuple(f.get_slice(src).get_shape())
+
+
+def _embedding_rows(files, names, directory: Path) -> int:
+    return _shape(files, names, "model.embed_tokens.weight", directory)[0]
+
+
+def _build(family: Family, fields: dict, data: dict):
+    """The stock model on the meta device (no memory, no random init to overwrite)."""
+    rope = {"rope_type": "default", "rope_theta": fields["rope_theta"]}
+    if isinstance(fields.get("rope_scaling"), dict):
+        rope = {**fields["rope_scaling"], "rope_theta": fields["rope_theta"]}
+        rope["rope_type"] = rope.pop("type", rope.get("rope_type", "default"))
+    common = dict(
+        vocab_size=fields["vocab_size"], hidden_size=fields["hidden_size"], intermediate_size=fields["intermediate_size"],
+        num_hidden_layers=fields["num_hidden_layers"], num_attention_heads=fields["num_attention_heads"],
+        num_key_value_heads=fields["num_key_value_heads"], rms_norm_eps=fields["rms_norm_eps"],
+        max_position_embeddings=fields["max_position_embeddings"], tie_word_embeddings=fields["tie_word_embeddings"],
+        rope_parameters=rope, hidden_act="silu", use_cache=False,
+    )
+    if fields["hidden_size"] % fields["num_attention_heads"]:
+        raise ModelLoadError("config.json: hidden_size is not a multiple of the number of attention heads")
+    if family.stock == "qwen2":
+        from transformers import Qwen2Config, Qwen2ForCausalLM
+
+        cfg = Qwen2Config(**common, use_sliding_window=False)
+        cls = Qwen2ForCausalLM
+    else:
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        cfg = LlamaConfig(**common, attention_bias=False, mlp_bias=False)
+        cls = LlamaForCausalLM
+    if any(t != "full_attention" for t in (getattr(cfg, "layer_types", None) or ["full_attention"])):
+        raise ModelLoadError("config.json: layers other than full attention (sliding windows) are not supported")
+    cfg._attn_implementation = ATTN_IMPLEMENTATION
+    with torch.device("meta"):
+        return cls(cfg)
+
+
+def _load_weights(hf, files, names, family, device, dtype, directory: Path, tied: bool) -> None:
+    from safetensors import safe_open
+
+    expected = {k: tuple(v.shape) for k, v in hf.state_dict().items()}
+    if tied:
+        expected.pop("lm_head.weight", None)
+    by_file: dict[Path, list[str]] = {}
+    for n, f in files.items():
+        if names[n] is not None:
+            by_file.setdefault(f, []).append(n)
+    state = {}
+    for f, tensor_names in by_file.items():
+        try:
+            with safe_open(str(f), "pt", device="cpu") as handle:
+                for n in tensor_names:
+                    state[names[n]] = handle.get_tensor(n).to(dtype=dtype)
+        except ModelLoadError:
+            raise
+        except Exception as e:
+            raise ModelLoadError(f"{f}: corrupt weights ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    if tied and "lm_head.weight" in state and not torch.equal(state["lm_head.weight"], state["model.embed_tokens.weight"]):
+        tied = False  # a checkpoint that stores its own head uses it
+        expected["lm_head.weight"] = tuple(hf.lm_head.weight.shape)
+    state.pop("lm_head.weight", None) if tied else None
+    got = {k: tuple(v.shape) for k, v in state.items()}
+    missing = sorted(set(expected) - set(got))
+    wrong = sorted(k for k in set(expected) & set(got) if expected[k] != got[k])
+    extra = sorted(set(got) - set(expected))
+    if missing or wrong or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing {missing[0]}" + (f" and {len(missing) - 1} more" if len(missing) > 1 else ""))
+        if wrong:
+            parts.append(f"{wrong[0]} is {got[wrong[0]]}, config.json implies {expected[wrong[0]]}")
+        if extra:
+            parts.append(f"unexpected {extra[0]}")
+        raise ModelLoadError(f"{directory}: weights do not match config.json ({'; '.join(parts)})")
+    placement = _placement(hf, device, dtype)
+    state = {k: v.to(placement.get(k, device) if placement else device) for k, v in state.items()}
+    hf.load_state_dict(state, strict=False, assign=True)
+    if tied:
+        hf.lm_head.weight = hf.model.embed_tokens.weight
+    # Non-persistent buffers (rotary frequencies) were built on the meta device: build them again.
+    rotary_cls = type(hf.model.rotary_emb)
+    hf.model.rotary_emb = rotary_cls(config=hf.config).to(placement.get("model.rotary_emb", device) if placement else device)
+    for name, buf in list(hf.named_buffers()):
+        if buf.is_meta:
+            raise ModelLoadError(f"{directory}: internal error, buffer {name} was not initialised")
+    if placement:
+        import accelerate
+
+        accelerate.dispatch_model(hf, device_map=_module_map(placement))
+
+
+def _placement(hf, device: torch.device, dtype: torch.dtype) -> dict[str, torch.device]:
+    """Parameter name -> device across the GPUs, where the weights do not fit ``device`` alone,
+    there are several GPUs and accelerate is installed (the optional extra); else {} (all on ``device``)."""
+    if device.type != "cuda" or torch.cuda.device_count() < 2:
+        return {}
+    size = sum(p.numel() for p in hf.parameters()) * torch.finfo(dtype).bits // 8
+    free = torch.cuda.mem_get_info(device)[0]
+    if size < 0.85 * free:
+        return {}
+    try:
+        import accelerate
+    except ImportError:
+        log.warning("the weights (%.1f GB) may not fit %s; install accelerate to spread them over the GPUs", size / 1e9, device)
+        return {}
+    device_map = accelerate.infer_auto_device_map(hf, no_split_module_classes=list(hf._no_split_modules or []), dtype=dtype)
+    out: dict[str, torch.device] = {}
+    for name, _ in list(hf.named_parameters()) + [("model.rotary_emb", None)]:
+        best = max((m for m in device_map if m == "" or name == m or name.startswith(m + ".")), key=len, default=None)
+        target = device_map.get(best, 0) if best is not None else 0
+        if target in ("cpu", "disk"):
+            raise ModelLoadError(f"the weights ({size / 1e9:.1f} GB) do not fit the GPUs")
+        out[name] = torch.device("cuda", target) if isinstance(target, int) else torch.device(target)
+    return out
+
+
+def _module_map(placement: dict[str, torch.device]) -> dict[str, str]:
+    out = {}
+    for name, dev in placement.items():
+        module = name.rsplit(".", 1)[0] if name != "model.rotary_emb" else name
+        out[module] = str(dev)
+    return out
+
+
+def register_all(register) -> None:
+    """Register the loaders with infill/model/registry.py's ``register``."""
+    for key in (*families.DREAM_KEYS, *families.LLADA_KEYS, *families.QWEN2_KEYS, *families.LLAMA_KEYS):
+        register(key, load)

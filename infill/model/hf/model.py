@@ -1,0 +1,324 @@
+"""A transformers Qwen2 / Llama checkpoint of an open diffusion LM behind our seam (DiffusionModel).
+
+The model attends bidirectionally over the whole layout, so a context segment's states depend on
+everything around it: ``capabilities.exact_segment_cache`` is False, a segment's "encoding" is its
+token ids, and each denoising step runs the layout of every candidate row:
+
+    [lead] + context tokens (prefix, between holes, suffix) + window slots (the fills)
+
+with explicit position ids (a row's absolute positions, the lead one before the first) and an
+explicit 4D additive attention mask (every real token sees every real token; batch padding sees
+only itself), passed to transformers as its prepared mask mapping, so neither sdpa nor eager
+attention ever builds a causal one. The order of tokens in the sequence does not matter: with
+explicit positions and full attention, attention is permutation-equivariant.
+
+The lead token is the family's BOS where the family's own infilling prompt starts with one (Dream
+family, LLaDA); for a shifted family without one (Open-dCoder) it is used only where a window starts
+the document (the position before the first slot must be a real token).
+
+Shifted families (Dream, Dream-Coder, DreamOn, DiffuCoder, Open-dCoder): the logits at position i
+predict token i + 1, so ``window_hidden`` returns for each slot the state of the position before
+it (the last context token before a hole, the slot before it, or the lead). LLaDA: the slot's own.
+
+Cache modes:
+
+* ``exact`` (the reference): the whole layout at every step;
+* ``approximate`` (Fast-dLLM's dual cache): the first step of a fill runs the whole layout and keeps
+  every layer's keys and values of the lead and the context; later steps run only the window slots
+  (and, for a shifted family, the context token before each hole, whose state predicts the hole's
+  first slot), attending to those kept keys and values. The context's keys and values then lag the
+  windows' (they saw the windows fully masked): close, not equal. ``refresh_every`` N > 0 runs the
+  whole layout again every N steps.
+
+``logits`` keeps the sampler inside the tokenizer's vocabulary: rows past it (a vocabulary padded
+for speed) and special tokens other than pad get -inf, and pad takes the probability of the
+family's end tokens (EOS, and pad where it differs), so a fill ends wherever the model would end it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from infill.model.hf.families import Family
+from infill.model.seam import Capabilities
+
+CACHE_MODES = ("exact", "approximate")
+
+
+@dataclass
+class HFContext:
+    ids: torch.Tensor  # [B, Lc] long, pad where ``valid`` is False
+    valid: torch.Tensor  # [B, Lc] bool
+
+    @property
+    def length(self) -> int:
+        return self.ids.shape[1]
+
+
+@dataclass
+class HFBound:
+    ids: torch.Tensor  # [R, Lc]
+    pos: torch.Tensor  # [R, Lc]
+    valid: torch.Tensor  # [R, Lc]
+    # approximate mode: per layer (keys, values) [R, kvH, 1 + Lc, D] of the lead and the context
+    kv: list[tuple[torch.Tensor, torch.Tensor]] | None = None
+    calls: int = 0  # window_hidden calls since kv was computed
+    extra: dict = field(default_factory=dict)
+
+    def select(self, rows: torch.Tensor) -> "HFBound":
+        kv = None if self.kv is None else [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.kv]
+        return HFBound(self.ids.index_select(0, rows), self.pos.index_select(0, rows), self.valid.index_select(0, rows),
+                       kv, self.calls)
+
+
+class _Record:
+    """A transformers cache that keeps each layer's keys and values (as rotated) and returns them as is."""
+
+    def __init__(self, n_layers: int):
+        self.kv: list = [None] * n_layers
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        self.kv[layer_idx] = (key_states, value_states)
+        return key_states, value_states
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        return 0
+
+
+class _Frozen:
+    """A transformers cache of kept context keys and values: each layer's fresh ones are appended for
+    this call only (the kept ones are never changed)."""
+
+    def __init__(self, kv: list[tuple[torch.Tensor, torch.Tensor]]):
+        self.kv = kv
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        k, v = self.kv[layer_idx]
+        return torch.cat([k, key_states], dim=2), torch.cat([v, value_states], dim=2)
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        return self.kv[0][0].shape[2]
+
+
+def additive_mask(key_ok: torch.Tensor, n_queries: int, dtype: torch.dtype, self_at: int) -> torch.Tensor:
+    """[R, 1, Q, K] additive mask: 0 where key k is real or is query q itself (key index
+    ``self_at + q``), the dtype's minimum elsewhere (so no row is ever all masked)."""
+    R, K = key_ok.shape
+    dev = key_ok.device
+    eye = torch.arange(K, device=dev)[None, :] == (torch.arange(n_queries, device=dev)[:, None] + self_at)
+    ok = key_ok[:, None, :] | eye[None]
+    mask = torch.zeros((R, 1, n_queries, K), dtype=dtype, device=dev)
+    return mask.masked_fill_(~ok[:, None], torch.finfo(dtype).min)
+
+
+def position_index(pos: torch.Tensor, ok: torch.Tensor, size: int) -> torch.Tensor:
+    """[R, size] long: for each position p (0 .. size-1) the index in the row of the real token at
+    p (where ``ok``); 0 where none."""
+    R = pos.shape[0]
+    where = torch.zeros((R, size + 1), dtype=torch.long, device=pos.device)
+    idx = torch.arange(pos.shape[1], device=pos.device).expand_as(pos)
+    p = torch.where(ok, pos, size).clamp(0, size)  # not real: the spare column
+    where.scatter_(1, p, idx)
+    return where[:, :size]
+
+
+class HFDiffusionModel(nn.Module):
+    """DiffusionModel (infill/model/seam.py) over a transformers Qwen2ForCausalLM / LlamaForCausalLM."""
+
+    capabilities = Capabilities(exact_segment_cache=False)
+
+    def __init__(self, hf: nn.Module, family: Family, *, mask_id: int, pad_id: int, eos_id: int, lead_id: int,
+                 tokenizer_size: int, special_ids: frozenset[int], end_ids: frozenset[int], max_context: int,
+                 name: str, cache_mode: str = "exact", refresh_every: int = 0, variant: str = ""):
+        super().__init__()
+        self.hf = hf
+        self.family = family
+        self.variant = variant or family.key
+        self.name = name
+        self._mask_id, self._pad_id, self._eos_id, self.lead_id = mask_id, pad_id, eos_id, lead_id
+        self._max_context = max_context
+        self.cache_mode = cache_mode
+        self.refresh_every = refresh_every
+        self.tokenizer_size = tokenizer_size
+        V = self.vocab_size
+        banned = torch.zeros(V, dtype=torch.bool)
+        banned[tokenizer_size:] = True
+        for i in special_ids:
+            if 0 <= i < V and i != pad_id:
+                banned[i] = True
+        self.register_buffer("_banned", banned.to(self.device), persistent=False)
+        self._end_ids = sorted(i for i in end_ids | {pad_id} if 0 <= i < V)
+        for layer in self.backbone.layers:
+            layer.self_attn.is_causal = False
+
+    # -- the seam's facts ----------------------------------------------------------------------
+
+    @property
+    def backbone(self) -> nn.Module:
+        return self.hf.model
+
+    @property
+    def mask_id(self) -> int:
+        return self._mask_id
+
+    @property
+    def pad_id(self) -> int:
+        return self._pad_id
+
+    @property
+    def eos_id(self) -> int:
+        return self._eos_id
+
+    @property
+    def vocab_size(self) -> int:
+        return self.hf.lm_head.weight.shape[0]
+
+    @property
+    def max_context(self) -> int:
+        return self._max_context
+
+    @property
+    def device(self) -> torch.device:
+        return self.backbone.embed_tokens.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.backbone.embed_tokens.weight.dtype
+
+    @property
+    def n_params(self) -> int:
+        seen, n = set(), 0
+        for p in self.hf.parameters():  # a tied head counts once
+            if id(p) not in seen:
+                seen.add(id(p))
+                n += p.numel()
+        return n
+
+    def set_cache_mode(self, mode: str, refresh_every: int | None = None) -> None:
+        if mode not in CACHE_MODES:
+            raise ValueError(f"unknown cache mode {mode!r} (use {' or '.join(CACHE_MODES)})")
+        self.cache_mode = mode
+        if refresh_every is not None:
+            self.refresh_every = refresh_every
+
+    # -- context -------------------------------------------------------------------------------
+
+    def encode_segments(self, segments: list[list[int]]) -> list[list[int]]:
+        return [list(s) for s in segments]  # nothing is cacheable on its own: the ids are the encoding
+
+    def extend_segments(self, heads, ids):
+        raise NotImplementedError("a bidirectional model's segments are not extended (exact_segment_cache is False)")
+
+    def join_segments(self, rows: list[list[list[int]]]) -> HFContext:
+        flat = [[t for seg in segs for t in seg] for segs in rows]
+        L = max(1, max((len(f) for f in flat), default=1))
+        ids = torch.full((len(rows), L), self.pad_id, dtype=torch.long)
+        valid = torch.zeros((len(rows), L), dtype=torch.bool)
+        for b, f in enumerate(flat):
+            ids[b, : len(f)] = torch.tensor(f, dtype=torch.long)
+            valid[b, : len(f)] = True
+        return HFContext(ids.to(self.device), valid.to(self.device))
+
+    def bind_context(self, context: HFContext, rows: torch.Tensor, pos: torch.Tensor) -> HFBound:
+        rows = rows.to(self.device)
+        return HFBound(context.ids.index_select(0, rows), pos.to(self.device), context.valid.index_select(0, rows))
+
+    # -- the layout ----------------------------------------------------------------------------
+
+    def _layout(self, ids, pos, valid, ctx: HFBound):
+        """The whole sequence of each row: tokens, positions (+1: the lead sits at 0), real tokens."""
+        R = ids.shape[0]
+        dev = self.device
+        if self.family.bos_leads:
+            lead_ok = torch.ones(R, dtype=torch.bool, device=dev)
+        else:  # only where the position before a slot would be missing (a window at the document's start)
+            lead_ok = ((pos == 0) & valid).any(1) if self.family.shifted else torch.zeros(R, dtype=torch.bool, device=dev)
+        lead = torch.full((R, 1), self.lead_id, dtype=torch.long, device=dev)
+        tokens = torch.cat([lead, ctx.ids, ids], dim=1)
+        positions = torch.cat([torch.zeros((R, 1), dtype=torch.long, device=dev), ctx.pos + 1, pos + 1], dim=1)
+        ok = torch.cat([lead_ok[:, None], ctx.valid, valid], dim=1)
+        return tokens, positions, ok
+
+    def _predictors(self, seq_pos, seq_ok, pos, valid, offset: int) -> torch.Tensor:
+        """[R, W] index in the sequence of the state whose logits predict each window slot."""
+        if not self.family.shifted:
+            return offset + torch.arange(pos.shape[1], device=pos.device).expand_as(pos)
+        size = int(seq_pos.max()) + 1
+        where = position_index(seq_pos, seq_ok, size)
+        return where.gather(1, pos.clamp(0, size - 1))  # slot at p sits at p + 1; its predictor at p
+
+    def _run(self, tokens, positions, mask, cache=None) -> torch.Tensor:
+        out = self.backbone(input_ids=tokens, position_ids=positions, attention_mask={"full_attention": mask},
+                            cache=cache, use_cache=False)
+        return out.last_hidden_state
+
+    @torch.no_grad()
+    def full_hidden(self, ids, pos, valid, ctx: HFBound, record: bool = False):
+        """States [R, N, d] of the whole layout (and, with ``record``, every layer's keys and values)."""
+        tokens, positions, ok = self._layout(ids, pos, valid, ctx)
+        mask = additive_mask(ok, tokens.shape[1], self.dtype, 0)
+        cache = _Record(len(self.backbone.layers)) if record else None
+        h = self._run(tokens, positions, mask, cache)
+        return h, tokens, positions, ok, cache
+
+    @torch.no_grad()
+    def window_hidden(self, ids: torch.Tensor, pos: torch.Tensor, valid: torch.Tensor, ctx: HFBound) -> torch.Tensor:
+        Lc = ctx.ids.shape[1]
+        d = self.backbone.config.hidden_size
+        approximate = self.cache_mode == "approximate"
+        if not approximate or ctx.kv is None or (self.refresh_every and ctx.calls >= self.refresh_every):
+            h, tokens, positions, ok, rec = self.full_hidden(ids, pos, valid, ctx, record=approximate)
+            if approximate:
+                ctx.kv = [(k[:, :, : 1 + Lc], v[:, :, : 1 + Lc]) for k, v in rec.kv]
+                ctx.calls = 1
+                ctx.extra = self._anchors(positions, ok, pos, valid, Lc, tokens)
+            idx = self._predictors(positions, ok, pos, valid, 1 + Lc)
+            return h.gather(1, idx[..., None].expand(-1, -1, d))
+        ctx.calls += 1
+        a_ids, a_pos, a_ok, a_at = ctx.extra["ids"], ctx.extra["pos"], ctx.extra["ok"], ctx.extra["at"]
+        A = a_ids.shape[1]
+        q_tokens = torch.cat([a_ids, ids], dim=1)
+        q_pos = torch.cat([a_pos, pos + 1], dim=1)
+        q_ok = torch.cat([a_ok, valid], dim=1)
+        prefix_ok = torch.cat([ctx.extra["lead_ok"][:, None], ctx.valid], dim=1) & ~a_at  # stale copies of the anchors out
+        mask = additive_mask(torch.cat([prefix_ok, q_ok], dim=1), q_tokens.shape[1], self.dtype, 1 + Lc)
+        h = self._run(q_tokens, q_pos, mask, _Frozen(ctx.kv))
+        idx = self._predictors(q_pos, q_ok, pos, valid, A)
+        return h.gather(1, idx[..., None].expand(-1, -1, d))
+
+    def _anchors(self, positions, ok, pos, valid, Lc, tokens) -> dict:
+        """The context tokens (and the lead) that predict a window slot (shifted families): they run
+        with the windows at every approximate step."""
+        R, dev = pos.shape[0], pos.device
+        lead_ok = ok[:, 0]
+        if not self.family.shifted:
+            empty = torch.zeros((R, 0), dtype=torch.long, device=dev)
+            return {"ids": empty, "pos": empty, "ok": empty.bool(), "at": torch.zeros((R, 1 + Lc), dtype=torch.bool, device=dev),
+                    "lead_ok": lead_ok}
+        idx = self._predictors(positions, ok, pos, valid, 1 + Lc)
+        is_anchor = torch.zeros((R, 1 + Lc + 1), dtype=torch.bool, device=dev)
+        src = (idx < 1 + Lc) & valid
+        is_anchor.scatter_(1, torch.where(src, idx, 1 + Lc), True)
+        at = is_anchor[:, : 1 + Lc]
+        A = max(1, int(at.sum(1).max()))
+        order = torch.argsort((~at).to(torch.int8), dim=1, stable=True)[:, :A]  # anchors first, in order
+        a_ok = at.gather(1, order)
+        return {"ids": tokens.gather(1, order), "pos": positions.gather(1, order), "ok": a_ok, "at": at, "lead_ok": lead_ok}
+
+    # -- logits --------------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        out = self.hf.lm_head(hidden.to(self.hf.lm_head.weight.device))
+        if len(self._end_ids) > 1:  # pad takes the end tokens' probability
+            out[..., self._pad_id] = torch.logsumexp(out[..., self._end_ids].float(), dim=-1).to(out.dtype)
+        return out.masked_fill(self._banned.to(out.device), float("-inf"))
+
+    @torch.no_grad()
+    def raw_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The head's logits as the checkpoint gives them (no vocabulary or special-token rules)."""
+        return self.hf.lm_head(hidden)
