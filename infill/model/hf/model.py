@@ -8,8 +8,8 @@ token ids, and each denoising step runs the layout of every candidate row:
 
 with explicit position ids (a row's absolute positions, the lead one before the first) and an
 explicit 4D additive attention mask (every real token sees every real token; batch padding sees
-only itself), passed to transformers as its prepared mask mapping, so neither sdpa nor eager
-attention ever builds a causal one. The order of tokens in the sequence does not matter: with
+only itself), which transformers' mask preparation passes through as it is (a 4D mask is taken as
+prepared), so neither sdpa nor eager attention ever builds a causal one. The order of tokens in the sequence does not matter: with
 explicit positions and full attention, attention is permutation-equivariant.
 
 The lead token is the family's BOS where the family's own infilling prompt starts with one (Dream
@@ -252,8 +252,7 @@ class HFDiffusionModel(nn.Module):
         return where.gather(1, pos.clamp(0, size - 1))  # slot at p sits at p + 1; its predictor at p
 
     def _run(self, tokens, positions, mask, cache=None) -> torch.Tensor:
-        out = self.backbone(input_ids=tokens, position_ids=positions, attention_mask={"full_attention": mask},
-                            cache=cache, use_cache=False)
+        out = self.backbone(input_ids=tokens, position_ids=positions, attention_mask=mask, cache=cache, use_cache=False)
         return out.last_hidden_state
 
     @torch.no_grad()
