@@ -35,11 +35,11 @@ def test_cache_hits_extensions_and_misses_give_the_same_context():
     prefix = torch.randint(3, 80, (30,), generator=g).tolist()
     suffix = torch.randint(3, 80, (12,), generator=g).tolist()
     cache = SegmentCache()
-    first = cache.encode(model, [[prefix, suffix]], "cpu")
+    first = cache.encode(model, [[prefix, suffix]])
     typed = prefix + [7, 9]  # the user typed two tokens at the cursor
-    second = cache.encode(model, [[typed, suffix]], "cpu")
+    second = cache.encode(model, [[typed, suffix]])
     assert cache.stats.encoded == 2 and cache.stats.extended == 1 and cache.stats.hits == 1
-    reference = SegmentCache(max_tokens=0).encode(model, [[typed, suffix]], "cpu")
+    reference = SegmentCache(max_tokens=0).encode(model, [[typed, suffix]])
     for a, b in zip(second.keys + second.values, reference.keys + reference.values):
         assert torch.allclose(a, b, atol=1e-5)
     assert first.valid.sum() == 42 and second.valid.sum() == 44
@@ -49,7 +49,7 @@ def test_cache_is_bounded():
     model = _model()
     cache = SegmentCache(max_tokens=50)
     for i in range(10):
-        cache.encode(model, [[[3 + i] * 20]], "cpu")
+        cache.encode(model, [[[3 + i] * 20]])
     assert cache._tokens <= 50
 
 

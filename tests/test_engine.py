@@ -9,7 +9,8 @@ import msgspec
 import pytest
 
 import infill.engine.fill as engine_module
-from infill.engine.fill import Engine, EngineConfig, budget_split, candidate_plan, join_line_break, segment_texts, validate
+from infill.engine.fill import Engine, EngineConfig, candidate_plan, join_line_break, segment_texts, validate
+from infill.model.budget import budget_split
 from infill.errors import InfillError, RequestError
 from infill.text.holes import find_holes
 from infill.protocol import FillRequest, Hole, SamplingOptions
@@ -252,7 +253,7 @@ def test_a_candidate_with_code_beats_a_blank_one(tiny_engine, monkeypatch):
 def test_precision(tiny_model_dir):
     import torch
 
-    from infill.engine.fill import fast_bf16, resolve_dtype
+    from infill.model.device import fast_bf16, resolve_dtype
 
     assert resolve_dtype("fp32", torch.device("cuda")) == torch.float32
     assert resolve_dtype("bf16", torch.device("cpu")) == torch.bfloat16

@@ -19,7 +19,7 @@ class Scripted:
     """A stand-in model: logits favour token ``3 + slot index`` with a per-slot confidence."""
 
     def __init__(self, confidence=None, pad_from=None):
-        self.cfg = ModelConfig(vocab_size=V, d_model=8, n_layers=1, n_heads=1, d_ff=8)
+        self.mask_id, self.pad_id = MASK, PAD  # what the sampler reads of the seam, besides its two methods
         self.calls = 0
         self.rows: list[int] = []  # rows of each call
         self.confidence = confidence  # [W] logit margins; higher = more confident
@@ -344,7 +344,7 @@ class Ranked:
     """A stand-in model whose every slot ranks tokens 3, 4, 5, ... in that order."""
 
     def __init__(self):
-        self.cfg = ModelConfig(vocab_size=V, d_model=8, n_layers=1, n_heads=1, d_ff=8)
+        self.mask_id, self.pad_id = MASK, PAD  # what the sampler reads of the seam, besides its two methods
 
     def logits(self, h):
         return h

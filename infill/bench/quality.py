@@ -318,7 +318,7 @@ def _cpu_native_bf16() -> bool | None:
     try:
         import torch
 
-        from infill.engine.fill import fast_bf16
+        from infill.model.device import fast_bf16
     except ImportError:
         return None
     return fast_bf16(torch.device("cpu"))

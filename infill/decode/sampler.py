@@ -28,7 +28,7 @@ from typing import Callable, Iterator, Protocol
 import torch
 
 from infill.errors import Cancelled
-from infill.model.network import BoundContext, DiffusionLM
+from infill.model.seam import Bound, DiffusionModel
 
 
 @dataclass(frozen=True)
@@ -285,7 +285,7 @@ class ActiveRows:
     again only when the set of active rows changes.
     """
 
-    def __init__(self, model: DiffusionLM, ctx: BoundContext, pos: torch.Tensor):
+    def __init__(self, model: DiffusionModel, ctx: Bound, pos: torch.Tensor):
         self.model, self.ctx, self.pos = model, ctx, pos
         self._key: tuple | None = None
         self._sub: tuple = ()
@@ -308,8 +308,8 @@ class ActiveRows:
 
 @torch.no_grad()
 def denoise_steps(
-    model: DiffusionLM,
-    ctx: BoundContext,
+    model: DiffusionModel,
+    ctx: Bound,
     state: Windows,
     schedule: Schedule,
     generators: list[torch.Generator] | None = None,
@@ -325,7 +325,7 @@ def denoise_steps(
     value: once passed, the next step commits everything. Raises Cancelled if ``cancel`` is set
     between steps.
     """
-    cfg = model.cfg
+    mask_id, pad_id = model.mask_id, model.pad_id
     constraint = constraint or NoConstraint()
     if schedule.temperature > 0 and (generators is None or len(generators) != state.ids.shape[0]):
         raise ValueError("sampling with temperature needs one torch.Generator per row")
@@ -340,13 +340,13 @@ def denoise_steps(
     while True:
         if not state.masked.any():
             again = constraint.remask(state) & valid
-            content = valid & (state.ids != cfg.pad_id)  # judge the share on the fill's own tokens
+            content = valid & (state.ids != pad_id)  # judge the share on the fill's own tokens
             again &= ((again & content).sum(1) <= schedule.max_repair_share * content.sum(1).clamp_min(1))[:, None]
             if repairs >= schedule.max_repair_rounds or not again.any():
                 return
             repairs += 1
             state.masked |= again
-            state.ids[again] = cfg.mask_id
+            state.ids[again] = mask_id
             share = again.sum(1).float() / valid.sum(1).clamp_min(1).float()
             steps_left = torch.ceil(planned * share * schedule.repair_pace).long().clamp_min(1)
             budget = torch.ceil(steps_left * (1 + schedule.overrun)).long()
@@ -358,17 +358,17 @@ def denoise_steps(
         active = candidates.any(1)
         hidden = rows.hidden(state.ids, valid, active)
         logits = model.logits(hidden[candidates[active]])
-        logits[:, cfg.mask_id] = float("-inf")
+        logits[:, mask_id] = float("-inf")
         if state.no_pad is not None:
-            logits[state.no_pad[candidates], cfg.pad_id] = float("-inf")
+            logits[state.no_pad[candidates], pad_id] = float("-inf")
         noise = None
         if schedule.temperature > 0:  # one generator per row: a row's draws do not depend on its batch
             noise = torch.stack([torch.rand((state.ids.shape[1], logits.shape[-1]), generator=g) for g in generators])
             noise = noise[candidates.cpu()]
         logp_all = torch.log_softmax(logits.float(), dim=-1)
         tok_m, logp_m, conf_m, score_m = propose(logp_all, schedule, noise)
-        pad_logp = scatter(logp_all[:, cfg.pad_id], candidates, 0.0)
-        token = scatter(tok_m, candidates, cfg.pad_id)
+        pad_logp = scatter(logp_all[:, pad_id], candidates, 0.0)
+        token = scatter(tok_m, candidates, pad_id)
         logp = scatter(logp_m, candidates, 0.0)
         conf = scatter(conf_m, candidates, 0.0)
         score = scatter(score_m, candidates, float("-inf"))
@@ -394,16 +394,16 @@ def denoise_steps(
             score = torch.where(candidates, -hole_rank(state.hole).float(), float("-inf"))
             allowed &= ~past_refusal(state.hole, refused)
         if schedule.pad_in_order:  # a fill may end only where everything before it is decided
-            allowed &= (token != cfg.pad_id) | first_masked(state.hole, state.masked)
+            allowed &= (token != pad_id) | first_masked(state.hole, state.masked)
         hurry = deadline is not None and time.monotonic() >= deadline
         k = tokens_this_step(candidates.sum(1), steps_left)
         pick = choose(score, conf, allowed, k, schedule.threshold)
         stuck = candidates.any(1) & ~pick.any(1)  # nothing allowed in a row: take its best slot
         if stuck.any():
             pick |= choose(score, conf, candidates, stuck.long(), None) & stuck[:, None]
-        commit_pad = pick & (token == cfg.pad_id)
-        tail = pad_tail(state.hole, commit_pad | (~state.masked & (state.ids == cfg.pad_id) & valid), state.masked & ~pick)
-        token = torch.where(tail, torch.full_like(token, cfg.pad_id), token)
+        commit_pad = pick & (token == pad_id)
+        tail = pad_tail(state.hole, commit_pad | (~state.masked & (state.ids == pad_id) & valid), state.masked & ~pick)
+        token = torch.where(tail, torch.full_like(token, pad_id), token)
         logp = torch.where(tail, pad_logp, logp)
         pick |= tail
         if hurry:
@@ -419,7 +419,7 @@ def denoise_steps(
         yield Step(step, state.ids.clone(), state.masked.clone(), state.logprob.clone(), pick, not state.masked.any())
 
 
-def denoise(model: DiffusionLM, ctx: BoundContext, state: Windows, schedule: Schedule, **kwargs) -> tuple[Windows, int]:
+def denoise(model: DiffusionModel, ctx: Bound, state: Windows, schedule: Schedule, **kwargs) -> tuple[Windows, int]:
     """Drain denoise_steps; return the final state and the number of model calls."""
     steps = 0
     for _ in denoise_steps(model, ctx, state, schedule, **kwargs):

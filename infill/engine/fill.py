@@ -25,13 +25,15 @@ import torch
 from infill.syntax import constraint as syntax_constraints
 from infill.lang.python import scaffold
 from infill.model.context_cache import SegmentCache
-from infill.errors import InfillError, ModelLoadError, RequestError
-from infill.model.network import DiffusionLM, load_model, read_config
+from infill.errors import ModelLoadError, RequestError
+from infill.model import registry
+from infill.model.budget import budget_split, trim
+from infill.model.device import resolve_device, resolve_dtype
+from infill.model.seam import DiffusionModel, Tokenizer
 from infill.protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
 from infill.engine.repeats import cut_repeats
 from infill.decode.sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, denoise_steps
 from infill.lang.python.shape import Shape, first_round_shape, shape_of, strict_shape
-from infill.model.tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -68,38 +70,6 @@ class _Prepared:
     indents: list[str] = field(default_factory=list)  # indentation moved from the prefix into each hole
     shape: Shape = field(default_factory=Shape)  # its hole's, as stand-in fills tell (an opener goes into the fill)
     leads: list[list[int]] = field(default_factory=list)  # per hole, the tokens its fill starts with, committed before denoising
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise InfillError(f"--device {name}: CUDA is not available on this machine")
-    if name != "cpu" and not name.startswith("cuda"):
-        raise InfillError(f"unknown device {name!r} (use auto, cpu or cuda)")
-    return torch.device(name)
-
-
-def fast_bf16(device: torch.device) -> bool:
-    """Whether bf16 matrix products are native here: any CUDA GPU, or a CPU with AMX or AVX512-BF16.
-
-    Elsewhere (most laptops: AVX2 only) bf16 is emulated and slower than fp32.
-    """
-    if device.type == "cuda":
-        return True
-    probes = [getattr(torch.cpu, name, None) for name in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")]
-    return any(p is not None and p() for p in probes)
-
-
-def resolve_dtype(precision: str, device: torch.device) -> torch.dtype:
-    """The weights' dtype for ``precision`` (auto | fp32 | bf16) on ``device``."""
-    if precision == "fp32":
-        return torch.float32
-    if precision == "bf16":
-        return torch.bfloat16
-    if precision != "auto":
-        raise InfillError(f"unknown precision {precision!r} (use auto, fp32 or bf16)")
-    return torch.bfloat16 if fast_bf16(device) else torch.float32
 
 
 @contextlib.contextmanager
@@ -144,36 +114,6 @@ def segment_texts(request: FillRequest) -> list[str]:
         at = h.end
     out.append(request.text[at:])
     return out
-
-
-def budget_split(lengths: list[int], budget: int, prefix_share: float) -> list[tuple[int, int]]:
-    """How many tokens to keep of each segment, as (from_start, from_end) counts.
-
-    The first segment (prefix) keeps its end, the last (suffix) its start, middle segments both
-    ends. Middle segments get up to half the budget; the prefix gets ``prefix_share`` of the
-    rest unless the suffix needs less.
-    """
-    if sum(lengths) <= budget:
-        return [(0, n) if i == 0 else (n, 0) for i, n in enumerate(lengths)]
-    middle = lengths[1:-1]
-    mid_budget = min(sum(middle), budget // 2)
-    keep_mid = [n if sum(middle) <= mid_budget else n * mid_budget // max(sum(middle), 1) for n in middle]
-    rest = budget - sum(keep_mid)
-    if len(lengths) == 1:
-        return [(0, min(lengths[0], rest))]
-    pre, suf = lengths[0], lengths[-1]
-    keep_suf = min(suf, max(rest - pre, int(rest * (1 - prefix_share))))
-    keep_pre = min(pre, rest - keep_suf)
-    keep_suf = min(suf, rest - keep_pre)
-    mids = [(k - k // 2, k // 2) for k in keep_mid]
-    return [(0, keep_pre), *mids, (keep_suf, 0)]
-
-
-def trim(tokens: list[int], keep: tuple[int, int]) -> list[int]:
-    head, tail = keep
-    if head + tail >= len(tokens):
-        return tokens
-    return tokens[:head] + (tokens[len(tokens) - tail :] if tail else [])
 
 
 def sticky_start(n: int, keep: int, quantum: int) -> int:
@@ -285,17 +225,17 @@ class _Layout:
 
 
 class Engine:
-    def __init__(self, model: DiffusionLM, tokenizer: Tokenizer, config: EngineConfig = EngineConfig(), model_id: str = "model"):
+    def __init__(self, model: DiffusionModel, tokenizer: Tokenizer, config: EngineConfig = EngineConfig(), model_id: str = "model"):
         self.model = model
         self.tokenizer = tokenizer
         self.config = config
         self.model_id = model_id
-        self.device = next(model.parameters()).device
-        self.dtype = next(model.parameters()).dtype
+        self.device = model.device
+        self.dtype = model.dtype
         self.context_cache = SegmentCache(config.context_cache_tokens)
-        if tokenizer.mask_id != model.cfg.mask_id or tokenizer.pad_id != model.cfg.pad_id:
+        if tokenizer.mask_id != model.mask_id or tokenizer.pad_id != model.pad_id:
             raise ModelLoadError("tokenizer.json and config.json disagree on the mask/pad token ids")
-        if tokenizer.vocab_size > model.cfg.vocab_size:
+        if tokenizer.vocab_size > model.vocab_size:
             raise ModelLoadError("tokenizer.json has more tokens than the model's vocabulary")
 
     @classmethod
@@ -307,17 +247,14 @@ class Engine:
             torch.set_num_threads(config.threads)
         device = resolve_device(config.device)
         dtype = resolve_dtype(config.precision, device)
-        cfg, data = read_config(directory)
-        tokenizer = Tokenizer.from_file(directory / "tokenizer.json")
-        model = load_model(directory, device=str(device), dtype=dtype)
-        model_id = data.get("name") or directory.name
-        log.info("loaded %s (%.1fM parameters) on %s in %s", model_id, cfg.n_params() / 1e6, device, dtype)
-        return cls(model, tokenizer, config, model_id=model_id)
+        model, tokenizer = registry.load(directory, device, dtype)
+        log.info("loaded %s (%.1fM parameters) on %s in %s", model.name, model.n_params / 1e6, device, dtype)
+        return cls(model, tokenizer, config, model_id=model.name)
 
     # -- preparing requests ---------------------------------------------------------------
 
     def budget(self) -> int:
-        return self.config.context_tokens or self.model.cfg.max_context
+        return self.config.context_tokens or self.model.max_context
 
     def prepare(self, request: FillRequest, shape: Shape | None = None) -> _Prepared:
         """Cut, tokenize and trim a request; ``shape``: its hole's (infill/lang/python/shape.py) where the
@@ -448,11 +385,11 @@ class Engine:
 
     def _fill_chunk(self, prepared, indices, results, cancel, on_draft, constraint) -> None:
         t_start = time.perf_counter()
-        cfg = self.model.cfg
+        pad_id, mask_id = self.model.pad_id, self.model.mask_id
         dev = self.device
         # 1. Encode each request's context once (reusing segments encoded by earlier fills).
         t0 = time.perf_counter()
-        cache = self.context_cache.encode(self.model, [p.segments for p in prepared], dev)
+        cache = self.context_cache.encode(self.model, [p.segments for p in prepared])
         Lc = cache.length
         context_ms = (time.perf_counter() - t0) * 1000
 
@@ -464,12 +401,12 @@ class Engine:
         # Syntax constraint (steer, repair, judge) unless the caller brought its own.
         syntax = None
         if constraint is None:
-            syntax = syntax_constraints.for_chunk([p.request for p in prepared], rows, hole_t, self.tokenizer, cfg.pad_id, cfg.mask_id,
+            syntax = syntax_constraints.for_chunk([p.request for p in prepared], rows, hole_t, self.tokenizer, pad_id, mask_id,
                                                   [p.shape for p in prepared])
         bound = self.model.bind_context(cache, rows_t, cpos_t.to(dev))
         valid = hole_t >= 0
         state = Windows(
-            ids=torch.where(valid, cfg.mask_id, cfg.pad_id).to(dev),
+            ids=torch.where(valid, mask_id, pad_id).to(dev),
             pos=wpos_t.to(dev),
             hole=hole_t.to(dev),
             masked=valid.to(dev),
@@ -503,7 +440,7 @@ class Engine:
         best: dict[int, tuple[tuple[bool, float], list[Fill], int]] = {}
         for r in range(R):
             fills, score, filled = self.decode_row(ids[r], logprob[r], hole[r], len(prepared[rows[r]].windows))
-            ran_out = [bool((ids[r][hole[r] == h] != cfg.pad_id).all()) for h in range(len(fills))]
+            ran_out = [bool((ids[r][hole[r] == h] != pad_id).all()) for h in range(len(fills))]
             fills = self._finish_row(syntax, r, prepared[rows[r]].request, fills, ran_out)
             key = (*_worth(fills), score)
             if rows[r] not in best or key > best[rows[r]][0]:
@@ -571,7 +508,7 @@ class Engine:
 
     def decode_row(self, ids: torch.Tensor, logprob: torch.Tensor, hole: torch.Tensor, n_holes: int) -> tuple[list[Fill], float, int]:
         """One row's fills (each cut at its first pad), its mean log-probability, its token count."""
-        pad = self.model.cfg.pad_id
+        pad = self.model.pad_id
         fills, total, count, filled = [], 0.0, 0, 0
         for h in range(n_holes):
             slots = (hole == h).nonzero().flatten()
@@ -698,9 +635,9 @@ class Engine:
     def decode_hole(self, ids: torch.Tensor, hole: torch.Tensor, h: int) -> str:
         """Text of hole h in one row so far: committed tokens up to the first pad, masks dropped."""
         tok = ids[hole == h].tolist()
-        if self.model.cfg.pad_id in tok:
-            tok = tok[: tok.index(self.model.cfg.pad_id)]
-        return self.tokenizer.decode([t for t in tok if t != self.model.cfg.mask_id])
+        if self.model.pad_id in tok:
+            tok = tok[: tok.index(self.model.pad_id)]
+        return self.tokenizer.decode([t for t in tok if t != self.model.mask_id])
 
     def default_steps(self, slots: int) -> int:
         """The denoising steps for ``slots`` masked slots when a request sets none (the step rule)."""

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from infill.errors import ModelLoadError
+from infill.model.seam import Capabilities
 
 ARCHITECTURE = "infill-segment-window-v1"
 
@@ -179,9 +180,15 @@ class BoundContext:
 
 
 class DiffusionLM(nn.Module):
+    """The network, and the seam's DiffusionModel (infill/model/seam.py) for serving: a segment
+    encodes to its own unrotated keys and values, exact wherever it sits."""
+
+    capabilities = Capabilities(exact_segment_cache=True)
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
+        self.name = ARCHITECTURE  # the registry names a loaded model after its directory
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
@@ -194,6 +201,40 @@ class DiffusionLM(nn.Module):
     def _init(m: nn.Module) -> None:
         if isinstance(m, (nn.Linear, nn.Embedding)):
             nn.init.normal_(m.weight, std=0.02)
+
+    # -- the seam's facts ----------------------------------------------------------------------
+
+    @property
+    def mask_id(self) -> int:
+        return self.cfg.mask_id
+
+    @property
+    def pad_id(self) -> int:
+        return self.cfg.pad_id
+
+    @property
+    def eos_id(self) -> int:
+        return self.cfg.eos_id
+
+    @property
+    def vocab_size(self) -> int:
+        return self.cfg.vocab_size
+
+    @property
+    def max_context(self) -> int:
+        return self.cfg.max_context
+
+    @property
+    def device(self) -> torch.device:
+        return self.embed.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.embed.weight.dtype
+
+    @property
+    def n_params(self) -> int:
+        return self.cfg.n_params()
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
         return F.linear(self.norm(h), self.embed.weight)  # tied output embedding
@@ -290,6 +331,41 @@ class DiffusionLM(nn.Module):
         return out
 
     @torch.no_grad()
+    def encode_segments(self, segments: list[list[int]]) -> list[tuple[list[torch.Tensor], list[torch.Tensor]]]:
+        """Each segment encoded alone, all in one batch: per segment its per-layer unrotated keys
+        and values [1, H, n, D] (what extend_segments grows and join_segments concatenates)."""
+        n = max(len(s) for s in segments)
+        ids = torch.full((len(segments), n), self.cfg.pad_id, dtype=torch.long)
+        seg_ids = torch.full((len(segments), n), -1, dtype=torch.long)
+        for i, s in enumerate(segments):
+            ids[i, : len(s)] = torch.tensor(s, dtype=torch.long)
+            seg_ids[i, : len(s)] = 0
+        cache = self.encode_context(ids.to(self.device), seg_ids.to(self.device))
+        return [([k[i : i + 1, :, : len(s)] for k in cache.keys], [v[i : i + 1, :, : len(s)] for v in cache.values])
+                for i, s in enumerate(segments)]
+
+    @torch.no_grad()
+    def join_segments(self, rows: list[list[tuple[list[torch.Tensor], list[torch.Tensor]]]]) -> ContextCache:
+        """A ContextCache with one row per request, its encoded segments concatenated in order."""
+        lengths = [sum(keys[0].shape[2] for keys, _ in segs) for segs in rows]
+        L = max(1, max(lengths))
+        B, H, D = len(rows), self.cfg.n_heads, self.cfg.head_dim
+        dtype, device = self.dtype, self.device
+        keys = [torch.zeros(B, H, L, D, dtype=dtype, device=device) for _ in range(self.cfg.n_layers)]
+        values = [torch.zeros(B, H, L, D, dtype=dtype, device=device) for _ in range(self.cfg.n_layers)]
+        valid = torch.zeros(B, L, dtype=torch.bool, device=device)
+        for b, segs in enumerate(rows):
+            at = 0
+            for seg_keys, seg_values in segs:
+                n = seg_keys[0].shape[2]
+                for layer in range(self.cfg.n_layers):
+                    keys[layer][b, :, at : at + n] = seg_keys[layer][0]
+                    values[layer][b, :, at : at + n] = seg_values[layer][0]
+                at += n
+            valid[b, :at] = True
+        return ContextCache(keys, values, valid)
+
+    @torch.no_grad()
     def bind_context(self, cache: ContextCache, rows: torch.Tensor, pos: torch.Tensor) -> BoundContext:
         """Select cache rows ``rows`` [R] and rotate their keys to absolute positions ``pos`` [R, Lc]."""
         cos, sin = self._rope(pos)
@@ -322,7 +398,7 @@ class DiffusionLM(nn.Module):
 
 
 # ----------------------------------------------------------------------------------------------
-# Files: config.json + model.safetensors (+ tokenizer.json, read by the engine).
+# Files: config.json + model.safetensors (+ tokenizer.json, read by the registry).
 
 
 def config_to_json(cfg: ModelConfig, extra: dict | None = None) -> dict:
@@ -340,6 +416,14 @@ def config_from_json(data: dict) -> ModelConfig:
     return ModelConfig(**params)
 
 
+def parse_config(data: dict, path: Path) -> ModelConfig:
+    """config_from_json, a malformed field reported against ``path``."""
+    try:
+        return config_from_json(data)
+    except TypeError as e:
+        raise ModelLoadError(f"{path}: bad model config ({e})") from None
+
+
 def save_model(model: DiffusionLM, directory: Path, extra: dict | None = None) -> None:
     """Write config.json and model.safetensors into directory (the tokenizer is saved by its owner)."""
     from safetensors.torch import save_file
@@ -350,27 +434,34 @@ def save_model(model: DiffusionLM, directory: Path, extra: dict | None = None) -
     (directory / "config.json").write_text(json.dumps(config_to_json(model.cfg, extra), indent=2) + "\n")
 
 
-def read_config(directory: Path) -> tuple[ModelConfig, dict]:
+def read_config_json(directory: Path) -> dict:
+    """The JSON of a model directory's config.json, whatever its architecture."""
     path = Path(directory) / "config.json"
     if not path.is_file():
         raise ModelLoadError(f"{directory}: no config.json (not a model directory)")
     try:
-        data = json.loads(path.read_text())
+        return json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ModelLoadError(f"{path}: unreadable config ({e})") from None
-    try:
-        return config_from_json(data), data
-    except TypeError as e:
-        raise ModelLoadError(f"{path}: bad model config ({e})") from None
+
+
+def read_config(directory: Path) -> tuple[ModelConfig, dict]:
+    data = read_config_json(directory)
+    return parse_config(data, Path(directory) / "config.json"), data
 
 
 def load_model(directory: Path, device: str = "cpu", dtype: torch.dtype = torch.float32) -> DiffusionLM:
     """Build the model from config.json and load model.safetensors; never falls back to random weights."""
+    cfg, _ = read_config(directory)
+    return load_weights(directory, cfg, device, dtype)
+
+
+def load_weights(directory: Path, cfg: ModelConfig, device: str = "cpu", dtype: torch.dtype = torch.float32) -> DiffusionLM:
+    """The model of ``cfg`` with the weights of ``directory``/model.safetensors."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     directory = Path(directory)
-    cfg, _ = read_config(directory)
     weights = directory / "model.safetensors"
     if not weights.is_file():
         raise ModelLoadError(f"{directory}: no model.safetensors")

@@ -249,7 +249,7 @@ def _to(batch, device):
 
 def train(cfg: TrainConfig) -> Path:
     """Run every stage; return the exported model directory."""
-    from infill.engine.fill import resolve_device, resolve_dtype
+    from infill.model.device import resolve_device, resolve_dtype
 
     cfg.run_dir.mkdir(parents=True, exist_ok=True)
     corpus = ensure_corpus(cfg)

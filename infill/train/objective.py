@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from infill.engine.fill import budget_split, trim
+from infill.model.budget import budget_split, trim
 from infill.model.tokenizer import Tokenizer
 
 WINDOW_SIZES = (8, 16, 24, 32, 48, 64, 96, 128)
