@@ -225,8 +225,8 @@ def test_the_registry_loads_ours(tiny_model_dir):
 
 
 @pytest.mark.parametrize("data, named", [
-    ({"architecture": "llama"}, "'llama'"),
-    ({"architectures": ["DreamModel"], "model_type": "Dream"}, "'DreamModel', 'Dream'"),
+    ({"architecture": "mamba"}, "'mamba'"),  # (Dream and Llama keys are the open diffusion loaders', infill/model/hf)
+    ({"architectures": ["MambaForCausalLM"], "model_type": "mamba"}, "'MambaForCausalLM', 'mamba'"),
     ({}, "none"),
 ])
 def test_an_unknown_architecture_is_one_clear_error(tmp_path, data, named):
