@@ -124,6 +124,43 @@ def test_string_holes_are_the_text_of_a_string_literal_on_the_line(sources):
         assert c.original[c.start - 1] == c.original[c.end] == '"'
 
 
+PY_BLOCK = "import os\n\n\ndef f(x):\n    y = x + 1\n    if y > 2:\n        return y\n    # done\n    return 0\n"
+
+
+def test_block_spans_are_runs_of_whole_statements_from_a_line_start():
+    g = grammar("python")
+
+    def spans(needle):
+        s = PY_BLOCK.index(needle)
+        return [PY_BLOCK[a:b] for a, b in validity._contents(g, "block", PY_BLOCK, s, PY_BLOCK.index("\n", s))]
+
+    # From the line's start (its indentation goes with the hole) to the end of a later statement's line;
+    # a comment between statements goes with them.
+    assert spans("y = x + 1") == ["    y = x + 1\n    if y > 2:\n        return y",
+                                  "    y = x + 1\n    if y > 2:\n        return y\n    # done\n    return 0"]
+    assert spans("if y > 2") == ["    if y > 2:\n        return y", "    if y > 2:\n        return y\n    # done\n    return 0"]
+    assert spans("return y") == spans("return 0") == []  # one line: the line kinds' holes
+    assert spans("def f") == [PY_BLOCK[PY_BLOCK.index("def f"):-1]]  # the whole function: 6 lines
+    assert spans("import os") == []  # the next statement ends 9 lines down
+
+
+def test_block_holes_cut_whole_lines_and_leave_the_rest_intact(sources):
+    files, _ = validity.load_sources(sources / "javascript", "javascript", 10, 0)
+    cuts = validity.cut_holes(files, 4, seed=0, kinds=["block"], language="javascript")
+    assert len(cuts) == 4 and {c.kind for c in cuts} == {"block"}
+    for c in cuts:
+        assert c.start == 0 or c.original[c.start - 1] == "\n", (c.path, c.line)  # a line's start
+        assert c.original[c.end] == "\n"  # a line's end: the newline stays
+        assert 2 <= c.reference.count("\n") + 1 <= 6
+        assert c.original.count("\n", 0, c.start) == c.line - 1
+        assert c.text[:c.start] + c.reference + c.text[c.start:] == c.original
+        assert c.text[c.start] == "\n"  # the cut leaves one empty line
+    assert validity.cut_holes(files, 4, seed=0, kinds=["block"], language="javascript") == cuts
+    assert validity.cut_holes(files, 4, seed=3, kinds=["block"], language="javascript") != cuts
+    with pytest.raises(InputError):
+        validity.cut_holes(files, 4, seed=0, kinds=["block"])  # which grammar finds the statements?
+
+
 def test_edit_similarity_is_twice_the_common_subsequence_over_the_lengths():
     assert validity.lcs_length("path, pathfile", "path") == 4
     assert validity.lcs_length("abcbdab", "bdcaba") == 4  # the textbook pair

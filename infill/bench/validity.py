@@ -1,9 +1,10 @@
 """Syntax-validity benchmark: holes cut from real code the model never saw, filled with and without constraints.
 
-The default model is trained on Python only, so JavaScript and Go code is out of its training
-corpus by construction. ``bench/fetch_validity_sources.sh`` puts such code under ``bench/sources``
-(a few pinned npm packages; Go's standard library from Debian's golang-1.19-src); ``--sources``
-may point at any directory.
+The default model is trained on Python only, so code in the other languages is out of its
+training corpus by construction. ``bench/fetch_validity_sources.sh`` puts such code under
+``bench/sources/<language>`` for every language of ``grammars/languages.toml`` (pinned npm
+packages, Debian packages and PyPI sdists; for Python, packages the corpus does not hold; each
+language's ``SOURCES.txt`` names them and their licences); ``--sources`` may point at any directory.
 
 Holes: the source files (by the language's extensions, minified and ``testdata`` files skipped)
 are shuffled with ``seed`` and the first ``max_files`` that parse with no ERROR or MISSING node
@@ -19,7 +20,12 @@ first two, as in the quality benchmark's single-line tasks):
   closes brackets as they are typed has them at a cursor after the opener (drawn from the lines
   that hold such a pair);
 - ``string`` (on request): the text of a string literal on the line, its quotes kept (drawn from
-  the lines that hold one with text and no interpolation).
+  the lines that hold one with text and no interpolation);
+- ``block`` (on request): 2 to 6 whole consecutive lines of a block (a function body, a class
+  body, a file's top level), cut from the start of the drawn line (its indentation goes with the
+  hole) to the end of a later line (its newline stays): whole sibling statements, the first
+  starting the drawn line and the last, which ends its line, drawn among those that keep the
+  hole within 6 lines (drawn from the lines that start such a run; comments never end one).
 
 The request is the file with the hole's text removed and an insertion hole of ``max_tokens``
 at the cut. Every hole is filled twice, constrained and unconstrained (the same batches, run
@@ -65,7 +71,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SOURCES = REPO_ROOT / "bench" / "sources"
 DEFAULT_LANGUAGES = ("javascript", "go")
-KINDS = ("line", "rest", "inside", "string")
+KINDS = ("line", "rest", "inside", "string", "block")
 DEFAULT_KINDS = ("line", "rest")
 MAX_LINE_CHARS = 200
 MAX_FILE_BYTES = 200_000
@@ -80,7 +86,7 @@ class Cut:
     original: str
     start: int  # str offsets into original
     end: int
-    kind: str  # "line" or "rest"
+    kind: str  # one of KINDS
     line: int  # 1-based
 
     @property
@@ -187,13 +193,60 @@ def _code_lines(text: str) -> list[tuple[int, int, int]]:
     return out
 
 
+BLOCK_LINES = (2, 6)  # the lines a block hole spans, at least and at most
+
+
+def _line_end(data: bytes, row_start: int) -> int:
+    """The byte offset where the content of the line starting at ``row_start`` ends (trailing blanks dropped)."""
+    end = data.find(b"\n", row_start)
+    end = len(data) if end < 0 else end
+    while end > row_start and data[end - 1] in b" \t\r":
+        end -= 1
+    return end
+
+
+# Tree-sitter grammars name their statements and declarations with these endings (Python's
+# expression_statement, Go's short_var_declaration, C's function_definition, Rust's function_item).
+STATEMENT_SUFFIXES = ("statement", "declaration", "definition", "item")
+
+
+def _block_spans(root, data: bytes, lo: int) -> list[tuple[int, int]]:
+    """Byte spans of the runs of whole sibling statements that start the line whose content
+    starts at ``lo`` and end a later line, 2 to 6 lines in all, from the line's start to the last
+    statement's end.
+
+    A statement is a named node whose type ends as in ``STATEMENT_SUFFIXES``; the run's first is
+    the outermost that starts at ``lo``; its last ends its line; what lies between (comments,
+    separators, statements) goes with it."""
+    node, first = root.descendant_for_byte_range(lo, lo + 1), None
+    while node is not None and node.start_byte == lo:
+        if node.is_named and node.type.endswith(STATEMENT_SUFFIXES):
+            first = node
+        node = node.parent
+    if first is None or first.parent is None:
+        return []
+    row_start = data.rfind(b"\n", 0, lo) + 1
+    first_row, spans = first.start_point[0], []
+    lines_lo, lines_hi = BLOCK_LINES
+    node = first
+    while node is not None and node.end_point[0] - first_row + 1 <= lines_hi:
+        if (node.end_point[0] - first_row + 1 >= lines_lo and node.is_named and node.type.endswith(STATEMENT_SUFFIXES)
+                and node.end_byte == _line_end(data, data.rfind(b"\n", 0, node.end_byte) + 1)):
+            spans.append((row_start, node.end_byte))
+        node = node.next_sibling
+    return spans
+
+
 def _contents(grammar, kind: str, text: str, start: int, end: int) -> list[tuple[int, int]]:
     """The str spans of what each pair of brackets (``inside``) or string literal (``string``)
     within ``text[start:end]`` (one line) holds, where it holds something: nodes whose first and
-    last children are an opener and its closer, or a string's quotes around its text alone."""
+    last children are an opener and its closer, or a string's quotes around its text alone; for
+    ``block``, the runs of whole lines that ``_block_spans`` finds from the line's start."""
     data = text.encode("utf-8", "surrogatepass")
     lo, hi = str_to_byte(text, start), str_to_byte(text, end)
     root = grammar.parse(data).root_node
+    if kind == "block":
+        return [(byte_to_str(data, a), byte_to_str(data, b)) for a, b in _block_spans(root, data, lo)]
     if kind == "string":
         nodes = [n for n in grammar.captures("strings", root, lo, hi).get("string", []) if lo <= n.start_byte and n.end_byte <= hi]
         spans = [(n.children[0].end_byte, n.children[-1].start_byte) for n in nodes if n.child_count >= 2]
@@ -214,17 +267,17 @@ def _contents(grammar, kind: str, text: str, start: int, end: int) -> list[tuple
 def cut_holes(files: Sequence[tuple[str, str]], n: int, seed: int, kinds: Sequence[str] = DEFAULT_KINDS,
               language: str | None = None) -> list[Cut]:
     """``n`` holes drawn (with ``seed``) from the pooled code lines of ``files``, in file order.
-    ``language`` (the files'): needed for ``inside`` holes, which the files' trees find."""
+    ``language`` (the files'): needed for ``inside``, ``string`` and ``block`` holes, which the files' trees find."""
     if not kinds or any(k not in KINDS for k in kinds):
         raise InputError(f"hole kinds must be among {', '.join(KINDS)}")
     grammar = lookup_grammar(language) if language else None
-    enclosed = {"inside", "string"} & set(kinds)  # kinds whose holes the files' trees find
+    enclosed = {"inside", "string", "block"} & set(kinds)  # kinds whose holes the files' trees find
     if enclosed and grammar is None:
         raise InputError(f"{' and '.join(sorted(enclosed))} holes need the files' language and its grammar")
     pool = [(f, ln, s, e) for f, (_, text) in enumerate(files) for ln, s, e in _code_lines(text)]
     rng = random.Random(seed)
     picks = rng.sample(range(len(pool)), min(n, len(pool)))
-    # An inside or string hole whose line holds no such span takes the next line of these that does.
+    # An inside, string or block hole whose line holds no such span takes the next line of these that does.
     spare = iter(random.Random(seed + 1).sample(range(len(pool)), len(pool)) if enclosed else ())
     used = set(picks)
     cuts = []
