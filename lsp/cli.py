@@ -33,9 +33,8 @@ def _setup_logging(args: argparse.Namespace) -> None:
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     level = logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING
     for name in ("infill.lsp", "infill"):
-        logger = logging.getLogger(name)
-        logger.setLevel(level)
-        logger.addHandler(handler)
+        logging.getLogger(name).setLevel(level)
+    logging.getLogger("infill").addHandler(handler)  # infill.lsp's records reach it too (once)
     pygls = logging.getLogger("pygls")
     pygls.setLevel(logging.DEBUG if verbose > 2 else logging.WARNING)
     pygls.addHandler(handler)

@@ -3,8 +3,11 @@
 Every fill is keyed (per document, per kind of request). A newer fill with the same key sets the
 previous one's cancel flag, so its denoising stops between steps, or it never starts if it is
 still waiting for the worker or its debounce. Finished fills go into a small LRU cache keyed on
-the text around the cursor. The model is loaded lazily, in the worker, when the server is
-initialized (and again when the model options change).
+the text around the cursor. The model is loaded in the worker, in the background from
+``initialize`` (and again when the model options change); a fill that arrives during the load
+waits in the queue and runs as soon as the load ends. After a load the worker runs one small
+warm-up fill (the engine's first fill pays one-time costs: grammars, first kernels), unless a fill
+is already waiting, and stops it between steps as soon as one arrives.
 
 Fills are batched: a fill joins a queue of pending jobs, and whenever the worker gets to it, it
 takes every pending job (at most ``max_batch``; cancelled ones are dropped) and runs them
@@ -106,6 +109,7 @@ class _Job:
     flag: threading.Event
     elastic: bool = False  # may do less work when it shares a batch (see lighten)
     future: Future = field(default_factory=Future)
+    queued_at: float = field(default_factory=time.monotonic)
 
 
 class _AllSet:
@@ -118,11 +122,26 @@ class _AllSet:
         return all(f.is_set() for f in self.flags)
 
 
+class _PendingFill:
+    """A cancel flag for the warm-up: set once a real fill is waiting."""
+
+    def __init__(self, scheduler: "Scheduler"):
+        self.scheduler = scheduler
+
+    def is_set(self) -> bool:
+        return bool(self.scheduler._pending)
+
+
 class Scheduler:
     """Runs engine loads and (batched) fills on a single worker thread."""
 
-    def __init__(self, loader: Callable[[Any], Any], max_batch: int = MAX_BATCH, batch_wait_s: float = BATCH_WAIT_S):
+    def __init__(self, loader: Callable[[Any], Any], max_batch: int = MAX_BATCH, batch_wait_s: float = BATCH_WAIT_S,
+                 warmup: Callable[[Any, Any], Any] | None = None):
         self._loader = loader  # model key -> Engine (runs in the worker; imports torch)
+        self._warmup = warmup  # (engine, cancel flag) -> anything: one small fill after a load
+        self._warmed: Any = None  # the model key last warmed up
+        self.load_done_at: float | None = None  # time.monotonic() when the last load ended (for logs and tests)
+        self._first_since_load = True  # the next batch is the first since a load (its delay is logged)
         self.max_batch = max(1, max_batch)
         self.batch_wait_s = batch_wait_s
         self._answered: dict[Hashable, float] = {}  # fill key -> when its last job was answered
@@ -140,21 +159,43 @@ class Scheduler:
     # -- the model ------------------------------------------------------------------------
 
     def load(self, key: Any) -> Future:
-        """Load the engine for ``key`` in the worker (a no-op if it is already loaded)."""
+        """Load the engine for ``key`` in the worker (a no-op if it is already loaded), then warm it up."""
         self._loading = self._executor.submit(self._load, key)
+        if self._warmup is not None:
+            self._executor.submit(self._warm_up, key)
         return self._loading
 
     def _load(self, key: Any) -> Any:
         if self._engine is not None and self._engine_key == key:
             return self._engine
         self._engine, self._engine_key, self._load_error = None, key, None
+        self._first_since_load = True
         self.cache.clear()
         try:
             self._engine = self._loader(key)
         except Exception as e:  # noqa: BLE001 - reported on every fill until the options change
             self._load_error = e
             raise
+        finally:
+            self.load_done_at = time.monotonic()
         return self._engine
+
+    def _warm_up(self, key: Any) -> None:
+        """One small fill right after a load, so that the first real fill is not the engine's first.
+        Skipped if a fill is waiting (it runs at once instead); stopped between steps if one arrives."""
+        if self._engine is None or self._engine_key != key or self._warmed == key:
+            return
+        self._warmed = key
+        if self._pending:
+            log.info("warm-up skipped: a fill is waiting")
+            return
+        t0 = time.perf_counter()
+        try:
+            self._warmup(self._engine, _PendingFill(self))
+        except Exception as e:  # noqa: BLE001 - a warm-up is a courtesy
+            log.info("warm-up stopped after %.0f ms: %s", (time.perf_counter() - t0) * 1000, e)
+        else:
+            log.info("warmed up in %.0f ms", (time.perf_counter() - t0) * 1000)
 
     @property
     def engine(self) -> Any:
@@ -243,6 +284,11 @@ class Scheduler:
         finally:
             now = time.monotonic()
             self._answered.update((job.key, now) for job in jobs)
+            if self._first_since_load and self.load_done_at is not None:
+                self._first_since_load = False
+                if any(job.queued_at <= self.load_done_at for job in jobs):
+                    log.info("a fill that came during the load was answered %.0f ms after the load ended",
+                             (now - self.load_done_at) * 1000)
 
     def _wait_for_typists(self) -> None:
         """Wait (at most batch_wait_s) until every recently answered key has a job pending."""

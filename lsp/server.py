@@ -42,6 +42,7 @@ FILL_HOLES = "infill.fillHoles"
 RECORD_FEEDBACK = "infill.recordFeedback"
 _EMPTY_INLINE = types.InlineCompletionList(items=[])
 _EMPTY_COMPLETION = types.CompletionList(is_incomplete=True, items=[])
+_WARM_UP_TEXT = "def mean(values):\n    total = sum(values)\n    return \n"
 
 
 def load_engine(key: tuple[str | None, str], precision: str = "auto", threads: int | None = None):
@@ -63,9 +64,10 @@ class InfillServer(LanguageServer):
         super().__init__("infill", __version__, protocol_cls=InfillProtocol, max_workers=2)
         self.defaults = (model, device or "auto")  # from the command line; options override them
         self.options = Options()
-        self.scheduler = Scheduler(loader)
+        self.scheduler = Scheduler(loader, warmup=self.warm_up)
         self.protocol.required_token = token
         self._progress_ids = itertools.count(1)
+        self._load: tuple[Any, Any] | None = None  # (model key, its load's Future), the latest load started
 
     # -- messages to the user ---------------------------------------------------------------
 
@@ -95,8 +97,25 @@ class InfillServer(LanguageServer):
             self.show_client(types.MessageType.Warning, "bad options: " + "; ".join(problems))
         return self.model_key() != before
 
+    def start_load(self):
+        """Start loading the model of the current options in the worker, unless that load is under
+        way already (``initialize`` starts it; ``initialized`` reports on it). Its Future."""
+        key = self.model_key()
+        if self._load is None or self._load[0] != key or _failed(self._load[1]):
+            self._load = (key, self.scheduler.load(key))
+        return self._load[1]
+
+    def warm_up(self, engine, cancel) -> None:
+        """One small Python fill with the current options (runs in the worker after a load)."""
+        text = _WARM_UP_TEXT
+        at = text.index("return ") + len("return ")
+        engine.fill_batch([FillRequest(text=text, holes=[Hole(at, at, self.options.max_tokens)], language="python",
+                                       options=self.sampling(), path="warm-up.py")], cancel=cancel)
+
     async def load_model(self) -> None:
-        """Load the model in the worker, with $/progress if the client supports it."""
+        """Load the model in the worker (or follow the load under way), with $/progress if the
+        client supports it."""
+        future = self.start_load()
         token = None
         caps = self.client_capabilities
         if caps.window and caps.window.work_done_progress:
@@ -109,7 +128,7 @@ class InfillServer(LanguageServer):
                 token = None
         message = "model loaded"
         try:
-            engine = await asyncio.wrap_future(self.scheduler.load(self.model_key()))
+            engine = await asyncio.wrap_future(future)
             dtype = str(getattr(engine, "dtype", "")).removeprefix("torch.")  # test doubles may have none
             message = f"loaded {engine.model_id} on {engine.device}" + (f" ({dtype})" if dtype else "")
             self.log_client(types.MessageType.Info, message)
@@ -186,6 +205,11 @@ class InfillServer(LanguageServer):
         return types.WorkspaceEdit(changes={uri: edits})
 
 
+def _failed(future) -> bool:
+    """Whether a load's Future ended without an engine (a later start tries again)."""
+    return future.done() and (future.cancelled() or future.exception() is not None)
+
+
 def _feedback_command(kind: str, model: str, language: str | None, chars: int) -> types.Command:
     arg = {"accepted": True, "kind": kind, "model": model, "chars": chars}
     if language:
@@ -217,10 +241,11 @@ def create_server(model: str | None = None, device: str | None = None, token: st
     @server.feature(types.INITIALIZE)
     def initialize(ls: InfillServer, params: types.InitializeParams) -> None:
         ls.set_options(params.initialization_options)
+        ls.start_load()  # in the background: a fill that comes during the load runs as soon as it ends
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: InfillServer, params: types.InitializedParams) -> None:
-        await ls.load_model()
+        await ls.load_model()  # progress and the "loaded" message for the load initialize started
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: InfillServer, params: types.DidChangeConfigurationParams) -> None:

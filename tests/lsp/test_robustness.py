@@ -218,3 +218,16 @@ def test_bad_framing_then_a_valid_request_is_answered(raw, tmp_path, tiny_model_
     assert raw.proc.wait(timeout=30) in (0, 1)
     log = (tmp_path / "server.log").read_text(errors="replace")
     assert "over the limit" in log and "without Content-Length" in log and "bytes before a header" in log
+
+
+def test_a_request_sent_right_after_initialize_is_answered(raw, tiny_model_dir):
+    """Issue 29: the model loads in the background from initialize; an inline completion sent
+    before the load can have ended (importing torch alone takes seconds) waits for it and is answered."""
+    options = {"modelPath": str(tiny_model_dir), "device": "cpu", "maxTokens": 8, "steps": 2, "debounceMs": 0}
+    raw.request(1, "initialize", {"processId": None, "rootUri": None, "capabilities": {}, "initializationOptions": options})
+    raw.notify("initialized", {})
+    open_doc(raw, "file:///early.py", "def add(a, b):\n    return a + b\n")
+    inline(raw, "early", "file:///early.py", 1, 4)
+    raw.flush()
+    assert "capabilities" in raw.wait_for(1)["result"]
+    assert "items" in raw.wait_for("early", timeout=120)["result"]
