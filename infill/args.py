@@ -64,7 +64,7 @@ def device_name(s: str) -> str:
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
-    """--model, --device, --threads, --precision (shared by every command that loads a model)."""
+    """--model, --device, --threads, --precision, --cache-mode (shared by every command that loads a model)."""
     p.add_argument("--model", metavar="DIR", type=Path, default=None,
                    help="model directory (config.json, model.safetensors, tokenizer.json); default: the bundled model")
     p.add_argument("--device", type=device_name, default="auto", help="auto | cpu | cuda[:N] (default: auto)")
@@ -72,6 +72,10 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto",
                    help="weights and activations: bf16 on GPUs and CPUs with native bf16 (AMX, AVX512-BF16), "
                         "else fp32 (default: auto)")
+    p.add_argument("--cache-mode", choices=("exact", "approximate"), default="exact",
+                   help="context reuse for open diffusion models whose context attends to the fill (Dream, LLaDA, ...): "
+                        "exact recomputes every step; approximate reuses the context's keys and values across steps "
+                        "(faster, close). Our own model is exact either way (default: exact)")
 
 
 def add_sampling_arguments(g) -> None:
@@ -115,4 +119,4 @@ def load_engine(args: argparse.Namespace):
     if not Path(model_dir).is_dir():
         raise InputError(f"model directory {model_dir}: not a directory")
     return Engine.load(EngineConfig(model_dir=Path(model_dir), device=args.device, threads=args.threads,
-                                    precision=args.precision))
+                                    precision=args.precision, cache_mode=getattr(args, "cache_mode", "exact")))

@@ -57,6 +57,8 @@ class EngineConfig:
     context_cache_tokens: int = 32768  # encoded context kept for reuse across fills (0 = none)
     threads: int | None = None  # torch CPU threads; None = torch's default
     precision: str = "auto"  # auto | fp32 | bf16 (auto: bf16 where the hardware multiplies it natively)
+    cache_mode: str = "exact"  # exact | approximate: context reuse across steps for a model whose context sees the
+    # windows (infill/model/hf/model.py); a model with an exact segment cache (ours) is exact either way
 
 
 @dataclass
@@ -248,6 +250,8 @@ class Engine:
         device = resolve_device(config.device)
         dtype = resolve_dtype(config.precision, device)
         model, tokenizer = registry.load(directory, device, dtype)
+        if hasattr(model, "set_cache_mode"):
+            model.set_cache_mode(config.cache_mode)
         log.info("loaded %s (%.1fM parameters) on %s in %s", model.name, model.n_params / 1e6, device, dtype)
         return cls(model, tokenizer, config, model_id=model.name)
 
