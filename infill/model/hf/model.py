@@ -71,8 +71,9 @@ class HFBound:
 
     def select(self, rows: torch.Tensor) -> "HFBound":
         kv = None if self.kv is None else [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.kv]
+        extra = {name: t.index_select(0, rows) for name, t in self.extra.items()}
         return HFBound(self.ids.index_select(0, rows), self.pos.index_select(0, rows), self.valid.index_select(0, rows),
-                       kv, self.calls)
+                       kv, self.calls, extra)
 
 
 class _Record:
