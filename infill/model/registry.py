@@ -63,6 +63,8 @@ def load(directory: Path | str, device: torch.device | str = "cpu",
     data = network.read_config_json(directory)
     model, tokenizer = loader_for(data, directory / "config.json")(directory, data, torch.device(device), dtype)
     model.name = data.get("name") or directory.name
+    langs = data.get("languages")
+    model.languages = tuple(str(x) for x in langs) if isinstance(langs, list) and langs else None
     return model, tokenizer
 
 

@@ -93,6 +93,7 @@ class DiffusionModel(Protocol):
 
     name: str  # what results report as their model (config.json's name, else the directory's)
     capabilities: Capabilities
+    languages: tuple[str, ...] | None  # the languages it was trained on (config.json's "languages"); None: not said
 
     @property
     def mask_id(self) -> int: ...
