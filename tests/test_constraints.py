@@ -13,7 +13,8 @@ from infill.protocol import FillRequest, Hole, SamplingOptions
 from infill.decode.sampler import Schedule, Windows, denoise
 from infill.lang.python.shape import shape_of, strict_shape
 from infill.syntax.steering import Lexer
-from infill.syntax.document import Document, hole_context, levels_with, offside_end, truncate_completion
+from infill.lang.python.blocks import levels_with, offside_end
+from infill.syntax.document import Document, hole_context, truncate_completion
 
 
 def cursor(text: str, marker: str = "|") -> tuple[str, int]:
@@ -202,7 +203,7 @@ def test_closers_needed_counts_what_the_fill_must_still_close():
 
 def test_a_headers_head_alone_is_one_line_at_its_width():
     lx = lexer_at("python", "def f(s):\n    n = 0\n|\n            n += 1\n")
-    head = Lexer(lx.spec, replace(lx.ctx, head_only=True, colon_rest=True, first_indents=(4,), next_char=":"))
+    head = Lexer(lx.spec, replace(lx.ctx, next_char=":", lang=replace(lx.ctx.lang, head_only=True, colon_rest=True, first_indents=(4,))))
     assert head.accepts(head.start, "    for c in s")
     assert not head.accepts(head.start, "\n    for c in s")  # no blank line before it
     assert not head.accepts(head.start, "        ")  # indented past its width: no later token mends that
@@ -626,7 +627,7 @@ def test_levels_with_a_stand_in_are_read_in_the_judged_region_as_in_the_whole_do
         end = CLASS.index("\n", at) + 1
         for stand_in in ("        pass\n", "    pass\n", "pass\n"):
             whole = Document(g, CLASS[:at] + stand_in + CLASS[end:], [(at, at)])
-            assert levels_with(Document(g, CLASS, [(at, end)]), stand_in) == hole_context(whole, 0).levels
+            assert levels_with(Document(g, CLASS, [(at, end)]), stand_in) == hole_context(whole, 0).lang.levels
 
 
 def test_a_methods_region_runs_to_the_next_line_indented_no_deeper_than_its_header():
@@ -678,14 +679,14 @@ def test_a_headers_head_alone_ends_where_the_model_proposes_its_colon(list_token
 
 def test_inside_brackets_steering_reads_the_logical_line_from_its_outermost_brackets_line():
     lx = lexer_at("python", "def f(a):\n    x = g(a,\n          h(|\n")
-    assert lx.ctx.line_before == "x = g(a,\n          h("
+    assert lx.ctx.lang.line_before == "x = g(a,\n          h("
     head = lexer_at("python", "class A:\n    def f(sel|\n        return 1\n")
-    assert head.ctx.line_before == "def f(sel"
+    assert head.ctx.lang.line_before == "def f(sel"
     assert not head.can_end(head.feed(head.start, "f)")[0])  # a def's head is not done before its ':'
     assert head.can_end(head.feed(head.start, "f):")[0])
-    assert head.owes_colon(head.feed(head.start, "f)")[0]) and not head.owes_colon(head.feed(head.start, "f")[0])
+    assert head.owes(head.feed(head.start, "f)")[0]) == [":"] and not head.owes(head.feed(head.start, "f")[0])
     long = lexer_at("python", "x = [\n" + "    1,\n" * 200 + "|\n")
-    assert long.ctx.line_before is None  # too long a line to check at every step
+    assert long.ctx.lang.line_before is None  # too long a line to check at every step
 
 
 def test_a_headers_closed_brackets_may_take_the_colon_the_model_ranks_low(list_tokenizer):

@@ -8,8 +8,9 @@ import math
 import msgspec
 import pytest
 
-import infill.engine.fill as engine_module
-from infill.engine.fill import Engine, EngineConfig, candidate_plan, join_line_break, segment_texts, validate
+import infill.engine.finish as finish_module
+from infill.engine.fill import Engine, EngineConfig, candidate_plan, segment_texts, validate
+from infill.engine.finish import join_line_break
 from infill.model.budget import budget_split
 from infill.errors import InfillError, RequestError
 from infill.text.holes import find_holes
@@ -136,7 +137,8 @@ def test_fill_batch_equals_single_fills_default_schedule(tiny_engine):
 
 
 def test_a_hole_after_indentation_is_filled_from_the_line_start():
-    from infill.engine.fill import drop_indent, line_start_holes
+    from infill.engine.fill import line_start_holes
+    from infill.engine.finish import drop_indent
 
     text = "def f():\n    x = 1\n    \n"
     req = FillRequest(text=text, holes=[Hole(23, 23, 8)])
@@ -203,14 +205,14 @@ def test_a_loop_is_kept_where_only_the_whole_fill_can_be_valid(tiny_engine, monk
     real = tiny_engine.decode_row
     monkeypatch.setattr(tiny_engine, "decode_row", lambda *a: ([Fill(text=whole, score=0.0)], *real(*a)[1:]))
     # a cut that cutting back can only make blank (or leave invalid): the whole fill is kept
-    monkeypatch.setattr(engine_module, "cut_repeats", lambda fill, *a: "    )\n")
+    monkeypatch.setattr(finish_module, "cut_repeats", lambda fill, *a: "    )\n")
     r = tiny_engine.fill(FillRequest(text=text, holes=[Hole(24, 24, 16)], language="python", options=SamplingOptions(candidates=1)))
     assert r.fills[0].valid is True and r.fills[0].text == "x = 1\n    x = 1"
 
 
 def test_cutting_back_skips_the_prefixes_that_hold_the_first_error(tiny_engine, monkeypatch):
     from infill.syntax import constraint as constraints
-    from infill.engine.fill import MAX_CUTS
+    from infill.engine.finish import MAX_CUTS
     from infill.protocol import Fill
 
     text = "def main(xs):\n    y = \n    return xs\n"

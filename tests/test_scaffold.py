@@ -78,7 +78,7 @@ def test_a_header_after_the_free_lines_is_not_read_as_a_body_of_the_header_befor
     req = request(TAIL)  # the free lines hold the 'if' body; the 'except' head comes after them
     split, shape = scaffold.split(req, shape_of(req))
     free, head, body = RequestCheck(split, shape).lexers
-    assert free.ctx.after_colon and not head.ctx.after_colon and body.ctx.after_colon
+    assert free.ctx.lang.after_colon and not head.ctx.lang.after_colon and body.ctx.lang.after_colon
     req = request(AFTER)  # the same, with text after the hole
     split, shape = scaffold.split(req, shape_of(req))
     free, head = RequestCheck(split, shape).lexers
@@ -89,7 +89,7 @@ def test_a_header_after_the_free_lines_is_not_read_as_a_body_of_the_header_befor
     req = request("def f(d):\n    if not d:\n|                break\n            n = 1\n        n = 2\n    return n\n")
     split, shape = scaffold.split(req, shape_of(req))
     free, loop, _ = RequestCheck(split, shape).lexers
-    assert loop.ctx.first_indents == (8,) and loop.accepts(loop.start, "for")
+    assert loop.ctx.lang.first_indents == (8,) and loop.accepts(loop.start, "for")
 
 
 # Inside a dict whose '}' and the loop over it were cut out: the loop's body follows the hole.
@@ -143,7 +143,7 @@ def test_the_free_lines_after_a_header_hold_its_body():
     req = request(AFTER)
     split, shape = scaffold.split(req, shape_of(req))
     free = RequestCheck(split, shape).lexers[0]
-    assert free.ctx.after_colon and not free.can_end(free.start)  # the scaffolded tree cannot tell it follows a header
+    assert free.ctx.lang.after_colon and not free.can_end(free.start)  # the scaffolded tree cannot tell it follows a header
 
 
 def test_a_scaffold_stays_within_the_holes_window():
@@ -159,7 +159,7 @@ def test_the_syntax_checks_hold_each_scaffold_hole_to_its_line():
     req = request(CLAUSE)
     split, shape = scaffold.split(req, shape_of(req))
     check = RequestCheck(split, shape)
-    free, outer, inner, body = (lx.ctx for lx in check.lexers)
+    free, outer, inner, body = (lx.ctx.lang for lx in check.lexers)  # their Python parts
     assert free.seam_here == 4 and not free.head_only and not free.after_colon
     assert outer.head_only and outer.colon_rest and outer.first_indents == (4,)
     assert inner.head_only and inner.first_indents == (8,) and inner.levels == (0, 4)

@@ -57,7 +57,7 @@ def test_levels_are_read_with_a_stand_in_where_the_empty_hole_breaks_the_tree():
            "        else:\n            r.pop()\n    return r\n")
     req = request(doc)
     g = grammar("python")
-    assert hole_context(Document(g, req.text, [(req.holes[0].start, req.holes[0].end)]), 0).levels is None
+    assert hole_context(Document(g, req.text, [(req.holes[0].start, req.holes[0].end)]), 0).lang.levels is None
     shape = shape_of(req)
     assert shape == Shape(opener=":\n", first_indents=(8,), levels=(0, 4), header_indents=(8,), header_opener=":\n")
 
@@ -108,7 +108,7 @@ def test_the_steering_lexer_reads_a_bracket_opener():
     plain = hole_context(Document(g, req.text, [(req.holes[0].start, req.holes[0].end)]), 0)
     assert plain.surplus  # the text after the hole closes a bracket nothing opened
     ctx = before_opener(plain, shape)
-    assert ctx.next_char == "(" and not ctx.surplus and not ctx.colon_rest
+    assert ctx.next_char == "(" and not ctx.surplus and not ctx.lang.colon_rest
     lx = Lexer(g.spec, ctx)
     st, ok = lx.feed(lx.start, "        print")
     assert ok and lx.can_end(st)  # the '(' follows
@@ -185,7 +185,7 @@ def _retry_lexer(text: str) -> Lexer:
 
 def test_a_retry_header_before_an_except_is_a_try():
     lx = _retry_lexer("def f(s):\n    n = 0\n|        n = int(s)\n    except ValueError:\n        pass\n    return n\n")
-    assert lx.ctx.head_words == ("try",)
+    assert lx.ctx.lang.head_words == ("try",)
     st, ok = lx.feed(lx.start, "    try")
     assert ok and lx.can_end(st)
     for wrong in ("    if s", "    for c in s", "    def g()"):

@@ -23,7 +23,6 @@ import msgspec
 import torch
 
 from infill.syntax import constraint as syntax_constraints
-from infill.lang.python import scaffold
 from infill.model.context_cache import SegmentCache
 from infill.errors import ModelLoadError, RequestError
 from infill.model import registry
@@ -31,18 +30,14 @@ from infill.model.budget import budget_split, trim
 from infill.model.device import resolve_device, resolve_dtype
 from infill.model.seam import DiffusionModel, Tokenizer
 from infill.protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
-from infill.engine.repeats import cut_repeats
+from infill.engine.finish import Finisher, as_result, join_scaffold, merge_retry, strict_request
 from infill.decode.sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, denoise_steps
-from infill.lang.python.shape import Shape, first_round_shape, shape_of, strict_shape
+from infill.syntax.hooks import Shape, hooks_for
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "model" / "default_model"
 MAX_HOLE_TOKENS = 512
-MAX_CUTS = 12  # parses spent cutting an invalid fill back to a valid prefix, longest first, at most
-CUTS_PER_PARSE = 4  # and one more per this many tokens of the fill (a long fill is worth more)
-SHORT_CUTS = 4  # then parses of its shortest prefixes
-HEAD_TOKENS = 32  # the window of a retry's fill that is a block header's head alone
 
 
 @dataclass(frozen=True)
@@ -147,24 +142,6 @@ def line_start_holes(request: FillRequest) -> tuple[FillRequest, list[str]]:
     return msgspec.structs.replace(request, holes=holes), indents
 
 
-def drop_indent(fill: str, indent: str) -> str:
-    """A fill made from the line start, as text for the original hole after ``indent``."""
-    if not indent:
-        return fill
-    return fill[len(indent) :] if fill.startswith(indent) else fill.lstrip(" \t")
-
-
-def join_line_break(fill: str, after: str) -> str:
-    """Drop a fill's final line break where the text after the hole breaks the line itself.
-
-    A hole on a line of its own ("    <FILL>" and then a line break) filled with "x = 1" and a
-    line break would leave an empty line behind (and a blank fill, a line break alone, would add one).
-    """
-    if fill.endswith("\n") and after.startswith(("\n", "\r\n")):
-        return fill[:-2] if fill.endswith("\r\n") else fill[:-1]
-    return fill
-
-
 def candidate_plan(options: SamplingOptions, default: int) -> list[tuple[float, int]]:
     """(window scale, seed) for each candidate row: window lengths first, then seeds."""
     n = options.candidates or default
@@ -181,36 +158,6 @@ def needs_retry(p: _Prepared, result: FillResult, cancel: CancelFlag | None) -> 
     o = p.request.options
     return (o.constrained and o.retry and not o.deadline_ms and not (cancel is not None and cancel.is_set())
             and any(f.valid is False for f in result.fills))
-
-
-def strict_request(request: FillRequest, shape: Shape) -> FillRequest:
-    """The request of a retry: left to right, so that every committed token is one steering
-    judged (a confident token committed out of order escapes it); a fill that is a header's head
-    alone (``shape.head_only``) gets a window of at most HEAD_TOKENS (one line: a longer window
-    only gives a model caught in a loop room to run on)."""
-    options = msgspec.structs.replace(request.options, policy="left-to-right")
-    holes = request.holes
-    if shape.head_only:
-        holes = [*holes[:-1], msgspec.structs.replace(holes[-1], max_tokens=min(holes[-1].max_tokens, HEAD_TOKENS))]
-    return msgspec.structs.replace(request, options=options, holes=holes)
-
-
-def merge_retry(first: FillResult, retry: FillResult) -> FillResult:
-    """The retry's fills where they are valid, else the first round's; the time of both rounds."""
-    t, r = first.timings, retry.timings
-    fills = retry.fills if all(f.valid is not False for f in retry.fills) else first.fills
-    timings = msgspec.structs.replace(
-        t, denoise_ms=t.denoise_ms + r.denoise_ms, constrain_ms=t.constrain_ms + r.constrain_ms,
-        total_ms=t.total_ms + r.total_ms - r.tokenize_ms, steps=t.steps + r.steps, rounds=t.rounds + r.rounds,
-        candidates=t.candidates + r.candidates, tokens_filled=r.tokens_filled if fills is retry.fills else t.tokens_filled,
-    )
-    return FillResult(fills=fills, timings=timings, model=first.model)
-
-
-def _worth(fills: list[Fill]) -> tuple[bool, bool]:
-    """How a candidate ranks before its score: syntax-valid ones first, then ones with code in
-    every hole (a blank fill is no suggestion)."""
-    return fills[0].valid is True, all(f.text.strip() for f in fills)
 
 
 @dataclass
@@ -261,12 +208,13 @@ class Engine:
         return self.config.context_tokens or self.model.max_context
 
     def prepare(self, request: FillRequest, shape: Shape | None = None) -> _Prepared:
-        """Cut, tokenize and trim a request; ``shape``: its hole's (infill/lang/python/shape.py) where the
-        caller has one already (else stand-in fills find it)."""
+        """Cut, tokenize and trim a request; ``shape``: its hole's (its language's hooks' shape,
+        infill/syntax/hooks.py) where the caller has one already (else stand-in fills find it)."""
         validate(request)
         t0 = time.perf_counter()
         request, indents = line_start_holes(request)
-        form = shape if shape is not None else first_round_shape(shape_of(request))
+        hooks = hooks_for(request.language)
+        form = shape if shape is not None else hooks.first_round(hooks.shape_of(request))
         budget = self.budget()
         texts = segment_texts(request)
         texts[-1] = form.opener + texts[-1]
@@ -287,13 +235,10 @@ class Engine:
             keep[0] = (0, len(tokens[0]) - sticky_start(len(tokens[0]), keep[0][1], quantum=max(1, budget // 8)))
         segments = [trim(t, k) for t, k in zip(tokens, keep)]
         windows = [h.max_tokens for h in request.holes]
-        # A known indentation of a fill's first line is committed up front (the last hole's, and
-        # each scaffold line's: a small model's likeliest first tokens are often not it).
-        widths: list[int | None] = [None] * len(windows)
-        if form.first_indents and len(form.first_indents) == 1:
-            widths[-1] = form.first_indents[0]
-        for line in form.scaffold_holes:
-            widths[line.hole] = line.width if line.width is not None else widths[line.hole]
+        # A known indentation of a fill's first line is committed up front (as the language's hooks
+        # know it: Python's last hole's, and each scaffold line's: a small model's likeliest first
+        # tokens are often not it).
+        widths = hooks.lead_widths(form, len(windows))
         leads = [self.indent_tokens(w) if w is not None else [] for w in widths]
         leads = [lead if len(lead) < window else [] for lead, window in zip(leads, windows)]
         return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000, indents, form, leads)
@@ -326,46 +271,38 @@ class Engine:
         """Fill many requests, denoising them together in chunks of at most max_batch_slots.
 
         A constrained request whose best candidate is still invalid gets one more round, left to
-        right (:func:`strict_request`), closing the brackets the text after the hole leaves open
-        and, where a block header would fit, filled with a header's head (infill/lang/python/shape.py,
-        :func:`strict_shape`); its result is the retry's where that is valid. A hole that must end
-        with nested block headers (``Shape.scaffold``) is filled as a request of several holes, one
-        per header's head (infill/lang/python/scaffold.py), in one round as strict as a retry.
+        right (finish.strict_request), with its language hooks' strict shape (at least closing the
+        brackets the text after the hole leaves open; Python's: where a block header would fit,
+        filled with a header's head); its result is the retry's where that is valid. A hole that
+        its language's hooks fill as several (``scaffold``: Python's nested block headers, one hole
+        per header's head) is filled so, in one round as strict as a retry, and joined again.
         """
         prepared = [self.prepare(r) for r in requests]
-        # A hole that must end with nested block headers is filled as several (infill/lang/python/scaffold.py).
-        scaffolded = {i: p for i, p in enumerate(prepared) if p.shape.scaffold and constraint is None and scaffold.fits(p.request, p.shape)}
+        # A hole that its language fills as several holes (a scaffold: infill/syntax/hooks.py).
+        work = {}
+        if constraint is None:
+            for i, p in enumerate(prepared):
+                split = hooks_for(p.request.language).scaffold(p.request, p.shape)
+                if split is not None:
+                    work[i] = split
+        scaffolded = {i: prepared[i] for i in work}
         # Its heads need every token steered: it is filled as a retry would be, in one round.
-        work = {i: scaffold.split(p.request, p.shape) for i, p in scaffolded.items()}
         for i, (request, shape) in work.items():
-            strict = strict_shape(shape)
+            strict = hooks_for(request.language).strict(shape)
             prepared[i] = self.prepare(strict_request(request, strict), strict)
         results: list[FillResult | None] = [None] * len(requests)
         self._fill_prepared(prepared, list(range(len(prepared))), results, cancel, on_draft, constraint)
         again = [i for i, r in enumerate(results) if constraint is None and i not in work and needs_retry(prepared[i], r, cancel)]
         if again:
             retried: list[FillResult | None] = [None] * len(requests)
-            shapes = {i: strict_shape(prepared[i].shape) for i in again}
+            shapes = {i: hooks_for(requests[i].language).strict(prepared[i].shape) for i in again}
             strict = {i: self.prepare(strict_request(requests[i], shapes[i]), shapes[i]) for i in again}
             self._fill_prepared(strict, again, retried, cancel, None, None)
             for i in again:
                 results[i] = merge_retry(results[i], retried[i])
         for i, p in scaffolded.items():
-            results[i] = self._join_scaffold(p, work[i][0], results[i])
+            results[i] = join_scaffold(p.request, p.indents[0], work[i][0], results[i])
         return results  # type: ignore[return-value]
-
-    def _join_scaffold(self, p: _Prepared, scaffolded: FillRequest, result: FillResult) -> FillResult:
-        """The result of a scaffolded request's one hole (infill/lang/python/scaffold.py). Where it is invalid,
-        the scaffold's lines without the free lines before them, if that is valid (a cut back of
-        the free lines to nothing)."""
-        joined = scaffold.join(p.request, scaffolded, result)
-        if joined.fills[0].valid is False:
-            bare = scaffold.join(p.request, scaffolded, result, free=False)
-            h = p.request.holes[0]
-            if syntax_constraints.is_valid(p.request.language, p.request.text, [(h.start, h.end)], [bare.fills[0].text]):
-                joined = msgspec.structs.replace(bare, fills=[msgspec.structs.replace(bare.fills[0], valid=True)])
-        fill = joined.fills[0]
-        return msgspec.structs.replace(joined, fills=[msgspec.structs.replace(fill, text=drop_indent(fill.text, p.indents[0]))])
 
     def _fill_prepared(self, prepared, members_of, results, cancel, on_draft, constraint) -> None:
         """Fill prepared requests ``members_of`` (indices into ``prepared`` and ``results``) in chunks."""
@@ -437,21 +374,18 @@ class Engine:
                 on_draft(Draft(step=step.step, texts=texts, masked=int(step.masked[0].sum())))
         denoise_ms = (time.perf_counter() - t0) * 1000
 
-        # 4. Decode every row; keep each request's best candidate.
+        # 4. Decode every row; finish it and keep each request's best candidate (infill/engine/finish.py).
         ids = state.ids.cpu()
         logprob = state.logprob.float().cpu()
         hole = state.hole.cpu()
-        best: dict[int, tuple[tuple[bool, float], list[Fill], int]] = {}
+        finisher = Finisher(self.tokenizer, syntax)
         for r in range(R):
             fills, score, filled = self.decode_row(ids[r], logprob[r], hole[r], len(prepared[rows[r]].windows))
             ran_out = [bool((ids[r][hole[r] == h] != pad_id).all()) for h in range(len(fills))]
-            fills = self._finish_row(syntax, r, prepared[rows[r]].request, fills, ran_out)
-            key = (*_worth(fills), score)
-            if rows[r] not in best or key > best[rows[r]][0]:
-                best[rows[r]] = (key, fills, filled)
+            finisher.take(r, rows[r], prepared[rows[r]].request, fills, score, filled, ran_out)
         total_ms = (time.perf_counter() - t_start) * 1000
         for ri, p in enumerate(prepared):
-            _, fills, filled = best[ri]
+            fills, filled = finisher.best(ri)
             timings = Timings(
                 tokenize_ms=p.tokenize_ms,
                 context_ms=context_ms,
@@ -463,9 +397,7 @@ class Engine:
                 candidates=rows.count(ri),
                 constrain_ms=syntax.seconds * 1000 if syntax is not None else 0.0,
             )
-            fills = [msgspec.structs.replace(f, text=drop_indent(f.text, ind)) for f, ind in zip(fills, p.indents)]
-            if p.shape.opener:
-                fills[-1] = msgspec.structs.replace(fills[-1], text=fills[-1].text + p.shape.opener)
+            fills = as_result(fills, p.indents, p.shape.opener)
             results[indices[ri]] = FillResult(fills=fills, timings=timings, model=self.model_id)
 
     def layout(self, prepared: list[_Prepared], ctx_len: int) -> "_Layout":
@@ -525,116 +457,6 @@ class Engine:
             filled += n
             fills.append(Fill(text=self.tokenizer.decode(tok[:n].tolist()), score=float(lp.mean()) if len(lp) else 0.0))
         return fills, total / max(count, 1), filled
-
-    def _finish_row(self, syntax, r: int, request: FillRequest, fills: list[Fill], ran_out: list[bool]) -> list[Fill]:
-        """Row r's fills as a result has them: cut where they start to loop (infill/engine/repeats.py;
-        ``ran_out``: which ran to their window's end), without the line break the text after the hole
-        brings, and where the row is constrained, finished by :meth:`_finish_syntax`: where the cut
-        leaves it invalid or blank and the whole fill ranks better (the header a loop ran into), the
-        whole fill."""
-        afters = [request.text[h.end :] for h in request.holes]
-        heads = [request.text[request.text.rfind("\n", 0, h.start) + 1 : h.start] for h in request.holes]  # the holes' lines
-        cut = [msgspec.structs.replace(f, text=join_line_break(cut_repeats(f.text, head, after, out), after))
-               for f, head, after, out in zip(fills, heads, afters, ran_out)]
-        if syntax is None or syntax.checks[r] is None:
-            return cut
-        whole = [msgspec.structs.replace(f, text=join_line_break(f.text, after)) for f, after in zip(fills, afters)]
-        finished = self._finish_syntax(syntax, r, request, cut)
-        if cut != whole and _worth(finished) < (True, True):
-            finished = max((finished, self._finish_syntax(syntax, r, request, whole)), key=_worth)
-        return finished
-
-    def _finish_syntax(self, syntax, r: int, request: FillRequest, fills: list[Fill]) -> list[Fill]:
-        """Cut cursor completions at their syntactic unit's end; mark the row's fills valid or not.
-
-        A row still invalid after repair is cut back, hole by hole, to the longest token prefix
-        that parses (never below a hole's min_tokens): "print(x" beats "print(x))"; where none
-        does, to a line's end with the brackets it leaves open closed (:meth:`_cut_and_close`);
-        where that fails too and the text after the hole starts a line, to a prefix that ends its
-        line (:meth:`_cut_and_break`).
-        """
-        texts, check = [], syntax.checks[r]
-        for i, (h, f) in enumerate(zip(request.holes, fills)):
-            text = f.text
-            if not request.text[h.start : h.end].strip() and not check.tails[i]:  # an insertion (after a line's indentation, maybe)
-                before, after = check.doc.region_text(i)
-                text = syntax_constraints.truncate_completion(check.grammar, before, text, after)
-            texts.append(text)
-        valid = syntax.judge(r, texts)
-        if valid is False:
-            for i, h in enumerate(request.holes):
-                cut = self._cut_back(syntax, r, texts, i, max(h.min_tokens, 1))
-                cut = cut if cut is not None else self._cut_and_close(syntax, r, texts, i)
-                if cut is None and (h.end == 0 or request.text[h.end - 1] == "\n"):  # the text after the hole starts a line
-                    cut = self._cut_and_break(syntax, r, texts, i, max(h.min_tokens, 1))
-                if cut is not None:
-                    texts, valid = texts[:i] + [cut] + texts[i + 1 :], True
-                    break
-        return [Fill(text=t, score=f.score, valid=valid) for t, f in zip(texts, fills)]
-
-    def _cut_back(self, syntax, r: int, texts: list[str], i: int, min_tokens: int) -> str | None:
-        """The longest token prefix (of at least ``min_tokens``) of fill i that makes row r valid,
-        found in at most MAX_CUTS (plus one per CUTS_PER_PARSE tokens of the fill) + SHORT_CUTS
-        parses; None if none was.
-
-        Longest first, whole lines before the rest when the fill ended a line (it still does).
-        A failed parse's first new error, where it lies wholly inside the cut, rules out every
-        longer prefix (they hold it too). If MAX_CUTS parses find nothing, the SHORT_CUTS shortest
-        prefixes are tried (a long broken fill often has only its first word or line to keep).
-        """
-        toks = self.tokenizer.encode(texts[i])
-        prefixes = [self.tokenizer.decode(toks[:k]) for k in range(len(toks) - 1, min_tokens - 1, -1)]
-        sizes = {c: len(c.encode("utf-8", "surrogatepass")) for c in prefixes}
-        whole_lines = texts[i].endswith("\n")
-        limit = len(texts[i].encode("utf-8", "surrogatepass"))  # what is left to try is shorter than this
-
-        def with_cut(cut: str) -> list[str]:
-            return texts[:i] + [cut] + texts[i + 1 :]
-
-        def accept(cut: str) -> str | None:  # error_at judged it already: judge reads its cache
-            return cut if syntax.judge(r, with_cut(cut)) else None
-
-        for _ in range(MAX_CUTS + len(toks) // CUTS_PER_PARSE):
-            left = [c for c in prefixes if sizes[c] < limit]
-            cut = next((c for c in left if c.endswith("\n")), None) if whole_lines else None
-            cut = cut if cut is not None else next(iter(left), None)
-            if cut is None:
-                return None
-            error = syntax.error_at(r, with_cut(cut), i)
-            if error is None:
-                return accept(cut)
-            prefixes.remove(cut)
-            if 0 <= error[0] and error[1] < sizes[cut]:
-                limit = min(limit, error[1] + 1)
-        for cut in sorted((c for c in prefixes if sizes[c] < limit), key=sizes.get)[:SHORT_CUTS][::-1]:
-            if syntax.error_at(r, with_cut(cut), i) is None:
-                return accept(cut)
-        return None
-
-    def _cut_and_break(self, syntax, r: int, texts: list[str], i: int, min_tokens: int) -> str | None:
-        """Fill i cut to a token prefix (of at least ``min_tokens``) that ends with a line break: the
-        first of at most MAX_CUTS, longest first, that makes row r valid; None if none does. For a
-        fill that stops short of its line's end (its window ran out mid-line: ``return a, a, a``)
-        where the text after the hole starts a line: every prefix without the break joins it."""
-        if texts[i].endswith("\n"):
-            return None
-        toks = self.tokenizer.encode(texts[i])
-        cuts = dict.fromkeys(self.tokenizer.decode(toks[:k]).rstrip(" \t") + "\n" for k in range(len(toks), min_tokens - 1, -1))
-        return next((c for c in list(cuts)[:MAX_CUTS] if c.strip() and syntax.judge(r, texts[:i] + [c] + texts[i + 1 :])), None)
-
-    def _cut_and_close(self, syntax, r: int, texts: list[str], i: int) -> str | None:
-        """Fill i cut at its end or a line's end, longest first, down to nothing, with the closers
-        of the brackets it leaves open (steering.Lexer.close): the first of at most MAX_CUTS such
-        that makes row r valid; None if none does. Where no prefix parses as it is, a loop in a
-        dict ends ``'a': 1,\\n    }`` rather than broken."""
-        lexer = syntax.checks[r].lexers[i] if i < len(syntax.checks[r].lexers) else None
-        if lexer is None:
-            return None
-        text = texts[i]
-        ends = [m + 1 for m, c in enumerate(text) if c == "\n"]
-        cuts = dict.fromkeys([text] + [text[:m] for m in reversed(ends)] + [""])
-        closed = [c for c in (lexer.close(cut) for cut in cuts) if c is not None][:MAX_CUTS]
-        return next((c for c in closed if syntax.judge(r, texts[:i] + [c] + texts[i + 1 :])), None)
 
     def decode_hole(self, ids: torch.Tensor, hole: torch.Tensor, h: int) -> str:
         """Text of hole h in one row so far: committed tokens up to the first pad, masks dropped."""

@@ -13,16 +13,23 @@
   that text needs, the quote of the string the hole is in, a header's head's ':') ends the fill
   there, where it may end: the model means it to (``f.read(path|)``, not ``f.read(path,
   pathfile, ...|)``). Another refused proposal there is replaced by the model's next best token
-  the lexer allows, in the same walk (one pass over the draft a step); failing those, a Python
-  block header whose brackets are closed takes its ':' (``def f(self)``), and a header's head
-  alone that nothing may continue ends there, where it may (``else`` takes nothing before its ':');
+  the lexer allows, in the same walk (one pass over the draft a step); failing those, what the
+  language's line rules say is owed comes (a Python block header whose brackets are closed
+  takes its ':', ``def f(self)``), and a header's head alone that nothing may continue ends
+  there, where it may (``else`` takes nothing before its ':');
 - ``remask``: after a full draft, each row's fills are parsed with the top-level statements
-  around them (infill/syntax/document.py; Python's are compiled too, infill/lang/python/pycompile.py); the slots whose
+  around them (infill/syntax/document.py; where the language's hooks have a compiler, it judges
+  too: Python's, infill/lang/python/pycompile.py); the slots whose
   token bytes overlap a newly introduced ERROR or MISSING node or SyntaxError are sent back to
   be denoised again (the sampler bounds the rounds), unless another candidate of the same
   request is valid already (selection takes valid candidates first, so repairing costs steps for nothing);
 - ``judge``: whether a row's final fill texts are syntax-valid (for ``Fill.valid`` and for
   selection: valid candidates first, then by model score).
+
+For the engine's finishing (infill/engine/finish.py) it answers, per row and hole, without the
+engine reaching into its checks: :meth:`SyntaxConstraint.checked`, :meth:`~SyntaxConstraint.truncate`
+(a cursor completion cut at its syntactic unit's end) and :meth:`~SyntaxConstraint.close`
+(a fill with the brackets it leaves open closed).
 
 Requests without a known, installed grammar, or with ``constrained=False``, get no checks (their
 rows are let through and judged ``None``). A constraint that fails internally logs once and lets
@@ -36,11 +43,11 @@ import time
 
 import torch
 
-from infill.syntax.languages import grammar as lookup_grammar
 from infill.protocol import FillRequest
-from infill.lang.python.shape import Shape, before_opener, scaffold_context
-from infill.syntax.steering import LexState, Lexer
 from infill.syntax.document import Document, hole_context, truncate_completion
+from infill.syntax.hooks import Shape, hooks_for
+from infill.syntax.languages import grammar as lookup_grammar
+from infill.syntax.steering import LexState, Lexer
 
 log = logging.getLogger(__name__)
 
@@ -53,25 +60,23 @@ LOOKAHEAD = 2  # masked slots of a hole whose proposals steering judges, left to
 class RequestCheck:
     """One request's parsed document and one steering lexer per hole (None: not steered).
 
-    ``shape``: what stand-in fills told of the last hole (infill/lang/python/shape.py); its opener follows
-    that hole's fill in what the model reads and in the result, so fills are judged with it.
+    ``shape``: what stand-in fills told of the request (its language's hooks' ``shape_of``, or
+    none); its opener follows the last hole's fill in what the model reads and in the result, so
+    fills are judged with it, and the hooks add what it tells to each hole's steering context.
     """
 
-    def __init__(self, request: FillRequest, shape: Shape = Shape()):
+    def __init__(self, request: FillRequest, shape: Shape | None = None):
         g = lookup_grammar(request.language)
         if g is None:
             raise LookupError(request.language)
         self.grammar = g
+        hooks = hooks_for(g.spec)
+        shape = shape if shape is not None else hooks.no_shape()
         self.doc = shape.doc or Document(g, request.text, [(h.start, h.end) for h in request.holes])
         self.tails = [b""] * (len(request.holes) - 1) + [shape.opener.encode()]
         self.lexers: list[Lexer | None] = []
-        lines = {s.hole: s for s in shape.scaffold_holes}
         for i in range(len(request.holes)):
-            ctx = hole_context(self.doc, i)
-            if i == len(request.holes) - 1:
-                ctx = before_opener(ctx, shape)
-            if i in lines:
-                ctx = scaffold_context(ctx, lines[i], self.doc.region_text(i)[0].rsplit("\n", 1)[-1])
+            ctx = hooks.steering_context(self.doc, i, hole_context(self.doc, i), shape)
             self.lexers.append(None if ctx.in_text else Lexer(g.spec, ctx))
         self._valid: dict[tuple[bytes, ...], bool] = {}
 
@@ -235,8 +240,8 @@ class SyntaxConstraint:
                 ends = self._end_signal(lexer, tok) if may_end else []
                 tok = self._first_allowed(lexer, st, [*ends, *options], room)
                 if tok is None and k == first:  # a header's ':' the model ranks low; a head nothing ranked may go on ends
-                    forced = self._lead_tokens([":"]) if lexer.owes_colon(st) else []
-                    forced += [self.pad_id] if may_end and room is not None and lexer.ctx.head_only else []
+                    forced = self._lead_tokens(lexer.owes(st))
+                    forced += [self.pad_id] if may_end and room is not None and lexer.ends_short() else []
                     tok = self._first_allowed(lexer, st, forced, room)
                 if tok is None:
                     return k
@@ -259,12 +264,10 @@ class SyntaxConstraint:
         text = raw.lstrip(" ")
         if (nxt in lexer.closers and text.startswith(nxt)) or (lexer.ctx.string and raw.startswith(lexer.ctx.string)):
             return [self.pad_id]
-        if nxt != ":" or not lexer.ctx.head_only:
+        before = lexer.head_end(text)  # the language's: a header's head alone's ':' (the text before it)
+        if before is None:
             return []
-        at = text.find(":")
-        if at < 0 or text.startswith(":=", at) or text[:at].strip(" " + "".join(lexer.closers)):
-            return []
-        return self._lead_tokens([text[:at]]) if at else [self.pad_id]
+        return self._lead_tokens([before]) if before else [self.pad_id]
 
     def _may_take(self, lexer: Lexer, st: LexState, tok: int, room: int | None) -> bool:
         """May a slot after the state ``st`` take token ``tok``? ``room``: how many free slots of
@@ -386,6 +389,34 @@ class SyntaxConstraint:
         tells which, from its cache)."""
         return self._ask(r, texts, lambda check, fills: check.first_error(fills, hole))
 
+    # -- for the engine's finishing -----------------------------------------------------------
+
+    def checked(self, r: int) -> bool:
+        """Is row r checked (its request constrained, with a usable grammar)?"""
+        return r < len(self.checks) and self.checks[r] is not None
+
+    def truncate(self, r: int, i: int, text: str) -> str:
+        """``text``, a cursor completion in hole i of row r, cut where the syntactic unit around
+        the cursor ends (document.truncate_completion, in the judged region); unchanged where the
+        hole's fill goes on with a shape's opener."""
+        check = self.checks[r]
+        if check.tails[i]:
+            return text
+        before, after = check.doc.region_text(i)
+        return truncate_completion(check.grammar, before, text, after)
+
+    def close(self, r: int, i: int, text: str) -> str | None:
+        """``text``, a fill of hole i of row r, with the closers of the brackets it leaves open
+        (steering.Lexer.close); None where there is nothing to close or the hole is not steered."""
+        lexers = self.checks[r].lexers
+        lexer = lexers[i] if i < len(lexers) else None
+        return lexer.close(text) if lexer is not None else None
+
+    def steered(self, r: int, i: int) -> bool:
+        """Has hole i of row r a steering lexer?"""
+        lexers = self.checks[r].lexers
+        return i < len(lexers) and lexers[i] is not None
+
     def _ask(self, r: int, texts: list[str], question):
         check = self.checks[r] if r < len(self.checks) else None
         if check is None or self._failed:
@@ -407,7 +438,7 @@ class SyntaxConstraint:
 def for_chunk(requests: list[FillRequest], rows: list[int], hole: torch.Tensor, tokenizer, pad_id: int, mask_id: int,
               shapes: list[Shape] | None = None) -> SyntaxConstraint | None:
     """The constraint for an engine chunk: ``rows[r]`` is the request index of row r;
-    ``shapes[i]`` is request i's (see RequestCheck).
+    ``shapes[i]`` is request i's (see RequestCheck; none: what the language's hooks give no shape).
 
     None when no request in the chunk is constrained and has a usable grammar.
     """
@@ -417,7 +448,7 @@ def for_chunk(requests: list[FillRequest], rows: list[int], hole: torch.Tensor, 
         check = None
         if req.options.constrained and req.language:
             try:
-                check = RequestCheck(req, shapes[i] if shapes else Shape())
+                check = RequestCheck(req, shapes[i] if shapes else None)
             except LookupError:
                 pass  # unknown language: languages.grammar logged it once
             except Exception:

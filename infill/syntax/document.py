@@ -2,15 +2,17 @@
 
 - :class:`Document` parses a request's text once and judges fills: prefix + fills + suffix must
   have no ERROR or MISSING node that the document did not already have, within the top-level
-  statements around the holes (:func:`judged_region`), or for Python, within the method of a
-  top-level class that holds them (:func:`method_region`); for Python, CPython's compiler must
-  accept that region too (infill/lang/python/pycompile.py). Errors of the original that touch a hole, or
+  statements around the holes (:func:`judged_region`), or a smaller region that the language's
+  hooks name (``LanguageHooks.nested_region``: Python's method of a top-level class that holds
+  them); where the hooks have a compiler check (Python's: infill/lang/python/pycompile.py), it
+  must accept that region too. Errors of the original that touch a hole, or
   that only whitespace parts from one, are the fill's business (a half-typed line is what a
   completion finishes; an unclosed bracket before a hole at the end of a file, the fill closes);
   errors elsewhere are the baseline, matched by position through the edit. Fills are parsed
   incrementally from the original tree.
 - :func:`hole_context` tells the steering lexer (infill/syntax/steering.py) what is open at a hole's
-  start: brackets, strings or comments, and Python's indentation levels.
+  start: brackets, strings or comments, and what the language's hooks add (``HoleContext.lang``:
+  Python's indentation levels).
 - :func:`truncate_completion` cuts a cursor completion where its syntactic unit ends.
 
 Everything works in UTF-8 bytes (tree-sitter's unit); str offsets go through infill/text/textpos.py.
@@ -19,11 +21,11 @@ Nothing here knows about tokens, tensors or the sampler.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from typing import Any
 
+from infill.syntax.hooks import hooks_for
 from infill.syntax.languages import Grammar, grammar as lookup_grammar
-from infill.lang.python.pycompile import StrictCheck
 from infill.text.textpos import blank_around, byte_to_point, byte_to_str, indent_width, line_end, line_start, str_to_byte
 
 
@@ -73,62 +75,15 @@ def judged_region(root, data: bytes, spans: list[tuple[int, int]]) -> tuple[int,
     return (line_start(data, starts[-1]) if starts else 0), (line_end(data, ends[0]) if ends else len(data))
 
 
-# The first line of a definition in a class's body (a method, a nested class, or a decorator).
-_DEFINITION = re.compile(rb"[ \t]*(@|def\b|async[ \t]+def\b|class\b)")
-
-
-def method_region(root, data: bytes, spans: list[tuple[int, int]]) -> tuple[int, int] | None:
-    """Python: bytes [start, end) of the whole lines of the method (or class) in the body of a
-    top-level class (at any depth of classes) that holds every hole past its first line; None
-    where the holes are not in one (at a top-level class's own level, between two methods).
-
-    A method parses on its own after ``if 1:``; in a file of one large class it is a small part
-    of the top-level region, which every judged fill would otherwise reparse and compile whole.
-    The method is the last statement of the class's body that starts before the holes, where its
-    first line starts a definition; it runs to the end of its node or by the offside rule
-    (:func:`offside_end`), whichever is further: a hole often breaks the tree of the method it is
-    in (a body left empty is an ERROR node).
-    """
-    lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
-    node = next((c for c in root.children if c.start_byte <= lo and hi <= c.end_byte), None)
-    found = None
-    while node is not None:
-        definition = node.child_by_field_name("definition") if node.type == "decorated_definition" else node
-        body = definition.child_by_field_name("body") if definition is not None and definition.type == "class_definition" else None
-        node = next((c for c in reversed(body.children) if c.start_byte < lo), None) if body is not None else None
-        if node is None or line_end(data, node.start_byte) > lo or not _DEFINITION.match(data, line_start(data, node.start_byte)):
-            break
-        start = header = line_start(data, node.start_byte)
-        while data.startswith(b"@", header + node.start_byte - start) and header < lo:  # decorators' lines
-            header = line_end(data, header)
-        end = max(line_end(data, node.end_byte), offside_end(data, line_end(data, header), node.start_byte - start))
-        if end < hi:
-            break
-        found = start, end
-    return found
-
-
-def offside_end(data: bytes, at: int, indent: int) -> int:
-    """Past the lines from ``at`` on that belong to a block whose header is indented ``indent``
-    bytes: up to the first line with code indented no deeper. Where the tree ends a method
-    before that (a hole that broke a ``try`` in it, say), the lines after are still its."""
-    while at < len(data):
-        end = line_end(data, at)
-        line = data[at:end]
-        if line.strip() and len(line) - len(line.lstrip(b" \t")) <= indent:
-            break
-        at = end
-    return at
-
-
 class Document:
     """A document with holes (str offsets, ordered, disjoint), parsed once.
 
     ``tree`` is the whole document's; fills are judged in :func:`judged_region` (``start``, ``end``),
-    or for Python in :func:`method_region` where the holes lie in a method: its lines, after
-    ``head`` (``if 1:``, so that they parse on their own), which :meth:`new_errors` hands to the
-    top-level region (:meth:`outer`) whenever a fill leaves that header's block (a fill that
-    dedents out of the class). :meth:`new_errors` speaks in the judged bytes' offsets (``local``).
+    or in the region the language's hooks name (``LanguageHooks.nested_region``; Python's method
+    of a class): its lines, after ``head`` (Python's ``if 1:``, so that they parse on their own),
+    which :meth:`new_errors` hands to the top-level region (:meth:`outer`) whenever a fill leaves
+    that header's block (a fill that dedents out of the class). :meth:`new_errors` speaks in the
+    judged bytes' offsets (``local``). ``hooks``: the language's (infill/syntax/hooks.py).
     """
 
     def __init__(self, grammar: Grammar, text: str, holes: list[tuple[int, int]], nest: bool = True, tree=None):
@@ -138,10 +93,10 @@ class Document:
         self.data = text.encode("utf-8", "surrogatepass")
         self.spans = [(str_to_byte(text, s), str_to_byte(text, e)) for s, e in holes]
         self.tree = tree if tree is not None else grammar.parse(self.data)
-        method = method_region(self.tree.root_node, self.data, self.spans) if nest and grammar.name == "python" and self.spans else None
+        self.hooks = hooks_for(grammar.spec)
+        method = self.hooks.nested_region(self.tree.root_node, self.data, self.spans) if nest and self.spans else None
         if method is not None:
-            self.start, self.end = method
-            self.head = b"if 1:\r\n" if self.data[: self.end].endswith(b"\r\n") else b"if 1:\n"
+            self.start, self.end, self.head = method
             self.local = self.head + self.data[self.start : self.end]
             self.local_tree = grammar.parse(self.local)
         if method is None or self.local_tree.root_node.child_count != 1:  # no method, or one that does not parse as one block
@@ -154,8 +109,8 @@ class Document:
         # a block header with no body right before it, a stray 'else:' right after it).
         reach = [blank_around(self.local, s, t) for s, t in self.local_spans]
         self.baseline = [e for e in error_spans(self.local_tree.root_node) if not any(_touch(e.start, e.end, s, t) for s, t in reach)]
-        # Python: CPython's compiler judges too, for what tree-sitter lets through (infill/lang/python/pycompile.py).
-        self.strict = StrictCheck(self.local, self.local_spans) if grammar.name == "python" and self.spans else None
+        # The language's compiler judges too, where its hooks have one (Python's: infill/lang/python/pycompile.py).
+        self.strict = self.hooks.strict_check(self.local, self.local_spans) if self.spans else None
         self._outer: Document | None = None
         self.contexts: dict[int, HoleContext] = {}  # hole_context's, per hole
 
@@ -235,7 +190,10 @@ class Document:
 
 @dataclass(frozen=True)
 class HoleContext:
-    """The syntactic situation at a hole's start, as the steering lexer needs it."""
+    """The syntactic situation at a hole's start, as the steering lexer needs it.
+
+    Invariant: the fields here are every language's (brackets, strings, the hole's line); what
+    only a language's rules read is in ``lang``, which that language's hooks make and read."""
 
     in_text: bool  # the hole starts inside a comment, or a string steering cannot read: no steering
     # The hole is inside a string literal (the text of it, not an interpolation's code) that this
@@ -249,27 +207,11 @@ class HoleContext:
     unclosed: int = 0
     closes: bool = False
     next_char: str = ""  # the first character after the hole ("" at the end)
-    levels: tuple[int, ...] | None = None  # Python: indentation levels, current last; None = unknown
-    after_colon: bool = False  # Python: the last logical line ended with ':'
-    at_line_start: bool = False  # only whitespace between the line start and the hole
+    at_line_start: bool = False  # only whitespace between the line start and the hole, and no bracket open
     indent: int = 0  # width of that whitespace
-    last_sig: str = ""  # the last significant character before the hole on its logical line
-    # Python: the indentation of the first significant line of the text after the hole, read as
-    # if that text started a line (``seam_here``) and from its first line break on (``seam_next``).
-    seam_here: int | None = None
-    seam_next: int | None = None
-    # ... and whether that line continues a compound statement (elif, else, except, finally).
-    clause_here: bool = False
-    clause_next: bool = False
-    colon_rest: bool = False  # Python: the rest of the hole's line after it is a block's ':'
-    first_indents: tuple[int, ...] | None = None  # Python: the widths the fill's first line may have (infill/lang/python/shape.py)
-    # Python: the hole's logical line before it, from its first significant character ("" when
-    # the hole starts the line); None where that is not known (inside brackets, after a '\').
-    line_before: str | None = None
-    # Python: the fill is only the head of the block header whose ':' follows the hole (one
-    # logical line, no ':' of its own); set for a retry of a fill that found no valid header.
-    head_only: bool = False
-    head_words: tuple[str, ...] = ()  # with head_only: the words the head may start with (none: any header's)
+    # The language's own part (its hooks' ``hole_context``, e.g. Python's indentation levels:
+    # infill/lang/python/offside.py's OffsideContext); None where the hooks add nothing.
+    lang: Any = None
 
 
 def _brackets(g: Grammar, root, start: int, end: int | None) -> list:
@@ -344,7 +286,7 @@ def _broken_after(node) -> bool:
     return False
 
 
-def _last_leaf(root, pos: int):
+def last_leaf(root, pos: int):
     """The last non-comment leaf that starts before ``pos`` (None if there is none)."""
     node, found = root, None
     while True:
@@ -354,15 +296,6 @@ def _last_leaf(root, pos: int):
         node = found = kids[-1]
         if node.child_count == 0:
             return node
-
-
-def _row_indent(data: bytes, node) -> int:
-    row_start = node.start_byte - node.start_point[1]
-    end = data.find(b"\n", row_start)
-    return indent_width(data[row_start : end if end >= 0 else len(data)])
-
-
-MAX_LINE_BEFORE = 1000  # bytes of a logical line before a hole inside brackets that steering checks as a line
 
 
 def hole_context(doc: Document, i: int) -> HoleContext:
@@ -378,7 +311,8 @@ def _hole_context(doc: Document, i: int) -> HoleContext:
     s, e = doc.spans[i]
     inside, string = _inside_text(g, doc, s, e)
     if inside:
-        return HoleContext(in_text=not string, string=string, next_char=data[e : e + 1].decode("utf-8", "replace"))
+        return HoleContext(in_text=not string, string=string, next_char=data[e : e + 1].decode("utf-8", "replace"),
+                           lang=doc.hooks.hole_context(doc, i, None, []))
     pairs = g.spec.brackets
     # In an error-free tree, top-level nodes wholly before the hole's own are balanced.
     tops = [c for c in root.children if c.start_byte <= s]
@@ -412,85 +346,15 @@ def _hole_context(doc: Document, i: int) -> HoleContext:
         ctx["unclosed"] = len(stack)
     ctx["next_char"] = data[e : e + 1].decode("utf-8", "replace")
     ctx["indent"] = indent_width(before) if at_line_start else 0
-    if g.spec.indent:
-        ctx.update(_python_levels(root, data, s))
-        continued = data[max(0, row - 3) : row].rstrip(b"\r\n").endswith(b"\\")
-        if not stack and not continued:
-            ctx["line_before"] = before.decode("utf-8", "replace").lstrip(" \t\f")
-        elif stack and not continued and s - line_start(data, opened[0]) <= MAX_LINE_BEFORE:
-            # Inside brackets: the logical line from the line its outermost open bracket is on (one
-            # that a bracket closed there began earlier reads as broken already: it is not judged).
-            ctx["line_before"] = data[line_start(data, opened[0]) : s].decode("utf-8", "replace").lstrip(" \t\f")
-        stop = doc.spans[i + 1][0] if i + 1 < len(doc.spans) else len(data)
-        if stop == len(data):  # the seam is only known when no other hole comes first
-            nl = data.find(b"\n", e)
-            here, next_ = _first_line(data[e:]), (0, False) if nl < 0 else _first_line(data[nl + 1 :])
-            rest = data[e : len(data) if nl < 0 else nl].split(b"#")[0].strip()
-            ctx.update(seam_here=here[0], clause_here=here[1], seam_next=next_[0], clause_next=next_[1], colon_rest=rest == b":")
+    ctx["lang"] = doc.hooks.hole_context(doc, i, tuple(stack), opened)
     return HoleContext(in_text=False, **ctx)
-
-
-_CLAUSES = (b"elif", b"else", b"except", b"finally")
-
-
-def _first_line(data: bytes) -> tuple[int, bool]:
-    """Python: the indentation of the first line of ``data`` that is neither blank nor a comment
-    (0: none), and whether it continues a compound statement (``elif``, ``else``, ...)."""
-    for line in data.split(b"\n"):
-        body = line.strip()
-        if body and not body.startswith(b"#"):
-            word = (body.replace(b":", b" ").split() or [b""])[0]
-            return indent_width(line), word in _CLAUSES
-    return 0, False
-
-
-def levels_with(doc: Document, fill: str) -> tuple[int, ...] | None:
-    """Python: the indentation levels at the start of ``doc``'s one hole with ``fill`` in it (a
-    stand-in that mends the tree there), read in the judged region's tree; None where that tree
-    has an error on the way up."""
-    tree, data, spans = doc.parse([fill.encode("utf-8", "surrogatepass")])
-    return _python_levels(tree.root_node, data, spans[0][0])["levels"]
-
-
-def _python_levels(root, data: bytes, pos: int) -> dict:
-    last = _last_leaf(root, pos)
-    if last is None:
-        return dict(levels=(0,), after_colon=False, last_sig="")
-    levels = {0}
-    n, exact = last, True
-    while n is not None:
-        if n.is_error or n.is_missing:
-            exact = False
-        parent = n.parent
-        if parent is not None and parent.type in ("block", "module"):
-            levels.add(_row_indent(data, n))
-        n = parent
-    between = data[last.end_byte : pos]
-    after_colon = last.type == ":" and b"\n" in between
-    last_sig = ":" if last.type == ":" else last.text.decode("utf-8", "replace")[-1:] if last.text else ""
-    return dict(levels=tuple(sorted(levels)) if exact else None, after_colon=after_colon, last_sig=last_sig)
 
 
 # ------------------------------------------------------------------------------------------------
 # Syntax-aware truncation.
 
 
-def _header_line_end(errors_of, pre: bytes, mid: bytes, suf: bytes, cut: bytes) -> bytes:
-    """``cut`` (a prefix of the fill ``mid``), or where it leaves an error at its end that the
-    whole fill does not have there, the fill up to the end of the cut's line if that leaves none
-    (the ':' of a header whose brackets the cut closed). ``errors_of``: a document's error spans."""
-    c = len(pre)
-    if _touching(errors_of(pre + mid + suf), c, c + len(mid)):
-        return cut
-    if not _touching(errors_of(pre + cut + suf), c, c + len(cut)):
-        return cut
-    nl = mid.find(b"\n", len(cut))
-    line = mid[: nl if nl >= 0 else len(mid)]
-    ok = not _touching(errors_of(pre + line + suf), c, c + len(line))
-    return line if ok and line != cut else cut
-
-
-def _touching(errors, start: int, end: int) -> bool:
+def touching(errors, start: int, end: int) -> bool:
     return any(_touch(e.start, e.end, start, end) for e in errors)
 
 
@@ -499,8 +363,9 @@ def truncate_completion(language: str | Grammar | None, prefix: str, fill: str, 
 
     The unit is the innermost statement, block or bracketed list (``boundaries.scm``) that starts
     before the cursor and ends inside the fill; the fill is cut at its end (as SAFIM's
-    post-processing does). In Python a cut that leaves an error at its end, inside a block
-    header's line, goes on to that line's end (``f, x):``, not ``f, x)``). Conservative: no
+    post-processing does). The language's hooks may move the cut (``LanguageHooks.extend_cut``:
+    in Python a cut that leaves an error at its end, inside a block header's line, goes on to that
+    line's end, ``f, x):``, not ``f, x)``). Conservative: no
     grammar, no such unit, a unit with errors in it, or a cut that leaves more errors than the
     whole fill, and the fill comes back unchanged.
     """
@@ -538,8 +403,7 @@ def truncate_completion(language: str | Grammar | None, prefix: str, fill: str, 
     cut = mid[:end]
     if not cut.strip():
         return fill
-    if g.spec.indent:  # Python: a cut inside a block header's line goes on to the line's end (``f):``, not ``f)``)
-        cut = _header_line_end(errors_of, pre, mid, suf, cut)
+    cut = hooks_for(g.spec).extend_cut(errors_of, pre, mid, suf, cut)
     after = len(errors_of(pre + cut + suf))
     if after > len(whole) and after > len(errors_of(pre + suf)):
         return fill  # the cut breaks more than the whole fill and than the document without it

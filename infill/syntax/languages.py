@@ -48,8 +48,8 @@ class LanguageSpec:
     raw: frozenset[str] = frozenset()
     line_comment: tuple[str, ...] = ()
     block_comment: tuple[tuple[str, str], ...] = ()
-    indent: bool = False
-    char_literal: str | None = None
+    hooks: str | None = None  # the package infill/lang/<hooks>/ of the language's hooks (infill/syntax/hooks.py)
+    char_literal: str | None = None  # "closed": a ' starts a char literal only where one closes it (else a lifetime)
 
     @classmethod
     def from_table(cls, name: str, t: dict) -> "LanguageSpec":
@@ -67,7 +67,7 @@ class LanguageSpec:
             raw=frozenset(t.get("raw", [])),
             line_comment=tuple(t.get("line_comment", [])),
             block_comment=tuple((a, b) for a, b in t.get("block_comment", [])),
-            indent=bool(t.get("indent", False)),
+            hooks=t.get("hooks"),
             char_literal=t.get("char_literal"),
         )
 

@@ -32,13 +32,15 @@ only for constrained requests. It does not look at tokens or the model.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from infill.syntax.languages import grammar as lookup_grammar
 from infill.protocol import FillRequest, Hole
 from infill.lang.python.pycompile import first_error
-from infill.syntax.document import Document, HoleContext, hole_context, levels_with, openers_needed
+from infill.lang.python.blocks import levels_with
+from infill.syntax import hooks
+from infill.syntax.document import Document, HoleContext, hole_context, openers_needed
 from infill.text.textpos import indent_width
 
 STATEMENT = "pass"
@@ -85,19 +87,19 @@ class ScaffoldHole(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Shape:
-    """What a hole's fill must look like at its edges, as far as stand-in fills tell."""
+class Shape(hooks.Shape):
+    """What a hole's fill must look like at its edges, as far as stand-in fills tell (Python's).
 
-    # What to put after the hole (and into the fill): ':' (a block header), or the brackets the
-    # text after the hole closes and never opens (_opening_shape), then a line break where the hole
-    # takes whole lines; '' for none.
-    opener: str = ""
+    ``opener`` (the general shape's): what to put after the hole (and into the fill): ':' (a block
+    header), or the brackets the text after the hole closes and never opens (_opening_shape), then
+    a line break where the hole takes whole lines; '' for none. ``closes``: a retry's (see
+    :func:`strict_shape`). ``doc``: the request's parsed document, for the syntax checks to reuse."""
+
     leaves_open: str = ""  # with a bracket opener: the brackets outside it that the fill opens itself
     first_indents: tuple[int, ...] | None = None  # where a line there parses; None: unknown
     levels: tuple[int, ...] | None = None  # Python's indentation levels at the hole (read with a stand-in)
     head_only: bool = False  # with an opener: the fill is one line, the header's head (a retry's strict shape)
     head_words: tuple[str, ...] = ()  # with head_only: the words the head may start with (HEADS)
-    closes: bool = False  # a retry's: the fill closes the brackets open at it that the text after it leaves open
     # The width where a retry's fill is a block header (where no statement parses; see
     # shape_of) and the opener that says so: what :func:`strict_shape` turns this shape into.
     header_indents: tuple[int, ...] = ()
@@ -111,8 +113,6 @@ class Shape:
     scaffold_closes: bool = False  # the hole is inside brackets: the scaffold's free lines close them
     # A scaffolded request's (infill/lang/python/scaffold.py): what its holes must be (scaffold_context).
     scaffold_holes: tuple[ScaffoldHole, ...] = ()
-    # The request's parsed document, for the syntax checks to reuse (not part of the shape).
-    doc: Document | None = field(default=None, compare=False, repr=False)
 
 
 def shape_of(request: FillRequest) -> Shape:
@@ -121,7 +121,7 @@ def shape_of(request: FillRequest) -> Shape:
     if len(request.holes) != 1 or not request.options.constrained:
         return Shape()
     g = lookup_grammar(request.language)
-    if g is None or not g.spec.indent:
+    if g is None or hooks.hooks_for(g.spec).name != "python":  # a language without Python's offside rule
         return Shape()
     h, text = request.holes[0], request.text
     if text[text.rfind("\n", 0, h.start) + 1 : h.start]:
@@ -169,7 +169,7 @@ def _shape_in(doc: Document, h: Hole, end: str) -> Shape:
     else:
         return _scaffold_shape(doc, ctx, h, end)
     k = statements[0] if statements else next(iter(headers))
-    levels = _levels(doc, ctx.levels, " " * k + (STATEMENT if statements else headers[k]) + end)
+    levels = _levels(doc, ctx.lang.levels, " " * k + (STATEMENT if statements else headers[k]) + end)
     # The first line may be a statement or a header wherever one parses; it must be a header
     # (and the opener tells the model so) only where no statement does.
     first = tuple(sorted(set(statements) | set(headers), reverse=True))
@@ -194,7 +194,7 @@ def _opening_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Sha
     # of its levels fits, those of the lines before the hole are tried; a stand-in must leave no
     # error at all (the document without it has some).
     prefix = doc.text[: hole.start]
-    for widths in (_widths(prefix, ctx), _widths(prefix, replace(ctx, levels=None))):
+    for widths in (_widths(prefix, ctx), _widths(prefix, _with(ctx, levels=None))):
         fits: dict[int, str] = {}
         for k in widths:
             stand_in = next((x for x in (" " * k + head + opening + end for head in OPENING_HEADS) if _clean(doc, x)), None)
@@ -220,7 +220,7 @@ def _closing_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Sha
     widths = [indent_width(ln) for ln in lines if ln.strip()]
     width = next((w for w in reversed(widths) if w < widths[-1]), 0)  # the line that opened them
     closing = " " * width + "".join(pairs[b] for b in reversed(ctx.base))
-    shape = _scaffold_shape(doc, replace(ctx, after_colon=False), hole, end, before=[closing])
+    shape = _scaffold_shape(doc, _with(ctx, after_colon=False), hole, end, before=[closing])
     return replace(shape, scaffold_closes=True) if shape.scaffold else shape
 
 
@@ -233,16 +233,16 @@ def _scaffold_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str, befor
     (SCAFFOLD_FIRST, SCAFFOLD_LAST, ``pass``), fewest headers first, at most SCAFFOLD_DEPTH, then
     the same after a body line where the hole follows a header (or after the lines ``before``,
     which the fill must start with); Shape() if none does."""
-    target = ctx.seam_here
+    target = ctx.lang.seam_here
     if not target:  # unknown, or nothing to open a block for
         return Shape()
-    ordered = sorted(ctx.levels or ())
+    ordered = sorted(ctx.lang.levels or ())
     unit = indent_unit(ordered)
-    clause = ctx.clause_here
+    clause = ctx.lang.clause_here
     if before:
         bodies = [before]
     else:  # after a header the free lines before the scaffold hold its body (steering asks for one)
-        bodies = [[]] + ([[" " * (ordered[-1] + unit) + STATEMENT]] if ctx.after_colon and ordered else [])
+        bodies = [[]] + ([[" " * (ordered[-1] + unit) + STATEMENT]] if ctx.lang.after_colon and ordered else [])
     tried: set[str] = set()  # one header before a clause is the clause's own: its first is not tried
     for body, n in itertools.product(bodies, range(1, SCAFFOLD_DEPTH + 1)):
         top = target - (n - 1 if clause else n) * unit
@@ -261,8 +261,8 @@ def _scaffold_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str, befor
             if doc.valid([stand_in.encode()]):
                 scaffold = tuple((w, _scaffold_words(doc, lines, len(body) + j, end)) for j, w in enumerate(widths))
                 scaffold += ((widths[-1] + unit, ()),) if clause else ()
-                return Shape(scaffold=scaffold, scaffold_after_header=ctx.after_colon,
-                             levels=_levels(doc, ctx.levels, stand_in), doc=doc)
+                return Shape(scaffold=scaffold, scaffold_after_header=ctx.lang.after_colon,
+                             levels=_levels(doc, ctx.lang.levels, stand_in), doc=doc)
     return Shape()
 
 
@@ -278,14 +278,14 @@ def _tail_shape(doc: Document, ctx: HoleContext, hole: Hole, end: str) -> Shape:
         return Shape(doc=doc)
     ordered = sorted(widths)
     unit = indent_unit(ordered)
-    body = [" " * ordered[-1] + STATEMENT] if ctx.after_colon else []  # _widths put one level deeper last
-    for k, clause in itertools.product(reversed(ordered[:-1] if ctx.after_colon else ordered), TAIL_CLAUSES):
+    body = [" " * ordered[-1] + STATEMENT] if ctx.lang.after_colon else []  # _widths put one level deeper last
+    for k, clause in itertools.product(reversed(ordered[:-1] if ctx.lang.after_colon else ordered), TAIL_CLAUSES):
         lines = [*body, " " * k + clause, " " * (k + unit) + STATEMENT]
         stand_in = "\n".join(lines) + end
         if doc.valid([stand_in.encode()]):
             scaffold = ((k, _scaffold_words(doc, lines, len(body), end)), (k + unit, ()))
-            return Shape(scaffold=scaffold, scaffold_after_header=ctx.after_colon,
-                         levels=_levels(doc, ctx.levels, stand_in), doc=doc)
+            return Shape(scaffold=scaffold, scaffold_after_header=ctx.lang.after_colon,
+                         levels=_levels(doc, ctx.lang.levels, stand_in), doc=doc)
     return Shape(doc=doc)
 
 
@@ -336,18 +336,23 @@ def first_round_shape(shape: Shape) -> Shape:
 def scaffold_context(ctx: HoleContext, hole: ScaffoldHole, line_before: str = "") -> HoleContext:
     """The steering context of a scaffolded request's hole, with what the scaffold tells of it.
     ``line_before``: the text of the hole's line before it (a line's indentation, or nothing)."""
-    ctx = replace(ctx, levels=hole.levels or ctx.levels)
+    ctx = _with(ctx, levels=hole.levels or ctx.lang.levels)
     if hole.seam is not None:  # free lines: the scaffold's first line follows them
-        return replace(ctx, seam_here=hole.seam, seam_next=hole.seam, clause_here=False, clause_next=False,
-                       after_colon=ctx.after_colon or hole.opened, closes=ctx.closes or hole.closes,
-                       unclosed=len(ctx.base) if hole.closes else ctx.unclosed)
+        ctx = _with(ctx, seam_here=hole.seam, seam_next=hole.seam, clause_here=False, clause_next=False,
+                    after_colon=ctx.lang.after_colon or hole.opened)
+        return replace(ctx, closes=ctx.closes or hole.closes, unclosed=len(ctx.base) if hole.closes else ctx.unclosed)
     if hole.closes and ctx.base:  # the free lines closed the brackets the tree reads open before this line
-        ctx = replace(ctx, base=(), needed=0, unclosed=0, surplus=False, at_line_start=True,
-                      indent=indent_width(line_before), line_before="", last_sig="")  # no ':' ends the line before
+        ctx = replace(ctx, base=(), needed=0, unclosed=0, surplus=False, at_line_start=True, indent=indent_width(line_before))
+        ctx = _with(ctx, line_before="", last_sig="")  # no ':' ends the line before
     # A scaffold line follows a header of the scaffold's or the free lines, which hold the body
     # of a header before them: the tree, which reads them empty, cannot tell which.
-    return replace(ctx, first_indents=(hole.width,), head_only=hole.head, head_words=hole.head_words, colon_rest=hole.head,
-                   after_colon=hole.opened)
+    return _with(ctx, first_indents=(hole.width,), head_only=hole.head, head_words=hole.head_words, colon_rest=hole.head,
+                 after_colon=hole.opened)
+
+
+def _with(ctx: HoleContext, **lang) -> HoleContext:
+    """``ctx`` with the fields ``lang`` of its Python part (OffsideContext) replaced."""
+    return replace(ctx, lang=replace(ctx.lang, **lang))
 
 
 def indent_unit(widths) -> int:
@@ -359,8 +364,9 @@ def indent_unit(widths) -> int:
 def _widths(prefix: str, ctx: HoleContext) -> list[int]:
     """Indentation widths a fill's first line may have, innermost first: the levels open at the
     hole (or, where the tree cannot tell, those of the lines before it), and one deeper after a ':'."""
-    widths = set(ctx.levels) if ctx.levels is not None else _widths_of(prefix.split("\n")[-LOOKBACK_LINES:]) | {0}
-    if ctx.after_colon:
+    lc = ctx.lang
+    widths = set(lc.levels) if lc.levels is not None else _widths_of(prefix.split("\n")[-LOOKBACK_LINES:]) | {0}
+    if lc.after_colon:
         widths.add(max(widths) + indent_unit(widths))
     return sorted(widths, reverse=True)
 
@@ -368,9 +374,10 @@ def _widths(prefix: str, ctx: HoleContext) -> list[int]:
 def _deeper_widths(suffix: str, ctx: HoleContext) -> list[int]:
     """After a ':' whose levels are known, the widths of the lines after the hole that are deeper
     than those levels (a file indented by other units than its levels show), innermost first."""
-    if not ctx.after_colon or ctx.levels is None:
+    lc = ctx.lang
+    if not lc.after_colon or lc.levels is None:
         return []
-    return sorted((k for k in _widths_of(suffix.split("\n")[:LOOKAHEAD_LINES]) if k > max(ctx.levels)), reverse=True)
+    return sorted((k for k in _widths_of(suffix.split("\n")[:LOOKAHEAD_LINES]) if k > max(lc.levels)), reverse=True)
 
 
 def _widths_of(lines: list[str]) -> set[int]:
@@ -380,13 +387,14 @@ def _widths_of(lines: list[str]) -> set[int]:
 def before_opener(ctx: HoleContext, shape: Shape) -> HoleContext:
     """The steering context of a hole, read from the original text, with what its shape adds:
     the opener after it, the first line's widths, the levels the tree could not tell."""
-    ctx = replace(ctx, first_indents=shape.first_indents, levels=ctx.levels if ctx.levels is not None else shape.levels,
-                  closes=shape.closes)
+    lc = ctx.lang
+    ctx = replace(ctx, closes=shape.closes)
+    ctx = _with(ctx, first_indents=shape.first_indents, levels=lc.levels if lc.levels is not None else shape.levels)
     if not shape.opener:
         return ctx
     if not shape.opener.startswith(":"):  # brackets: the fill's last line goes on with them, and they close what was surplus
-        return replace(ctx, next_char=shape.opener[0], surplus=bool(shape.leaves_open), colon_rest=False)
-    ctx = replace(ctx, next_char=":", colon_rest=True, head_only=shape.head_only, head_words=shape.head_words)
+        return _with(replace(ctx, next_char=shape.opener[0], surplus=bool(shape.leaves_open)), colon_rest=False)
+    ctx = _with(replace(ctx, next_char=":"), colon_rest=True, head_only=shape.head_only, head_words=shape.head_words)
     if shape.opener.endswith("\n"):  # the text after the hole now starts on the line after the ':'
-        return replace(ctx, seam_next=ctx.seam_here, clause_next=ctx.clause_here)
+        return _with(ctx, seam_next=ctx.lang.seam_here, clause_next=ctx.lang.clause_here)
     return ctx

@@ -1,0 +1,229 @@
+"""Finishing a chunk's candidates: repair, selection, and the rounds around them.
+
+After denoising, the engine (infill/engine/fill.py) decodes each candidate row and hands it to a
+:class:`Finisher`, which finishes its fills (cut where they loop, the line break the text after
+the hole brings dropped, and where the row is constrained: cursor completions truncated at
+their syntactic unit's end, an invalid row cut back to a valid prefix or closed) and keeps each
+request's best candidate: syntax-valid ones first, then ones with code in every hole, then by
+model score (:func:`worth`). :func:`as_result` turns the best into the original request's fills.
+
+The rounds around a chunk: a retry's request and shape (:func:`strict_request`, the language
+hooks' ``strict``) and its merge (:func:`merge_retry`); a scaffolded request's join
+(:func:`join_scaffold`, the language hooks' ``join_scaffold``).
+
+It asks the syntax constraint (infill/syntax/constraint.py) through its public methods only
+(``checked``, ``judge``, ``error_at``, ``truncate``, ``close``) and the language through its hooks
+(infill/syntax/hooks.py); it never runs the model.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from infill.engine.repeats import cut_repeats
+from infill.protocol import Fill, FillRequest, FillResult
+from infill.syntax.hooks import Shape, hooks_for
+
+MAX_CUTS = 12  # parses spent cutting an invalid fill back to a valid prefix, longest first, at most
+CUTS_PER_PARSE = 4  # and one more per this many tokens of the fill (a long fill is worth more)
+SHORT_CUTS = 4  # then parses of its shortest prefixes
+
+
+def drop_indent(fill: str, indent: str) -> str:
+    """A fill made from the line start, as text for the original hole after ``indent``."""
+    if not indent:
+        return fill
+    return fill[len(indent) :] if fill.startswith(indent) else fill.lstrip(" \t")
+
+
+def join_line_break(fill: str, after: str) -> str:
+    """Drop a fill's final line break where the text after the hole breaks the line itself.
+
+    A hole on a line of its own ("    <FILL>" and then a line break) filled with "x = 1" and a
+    line break would leave an empty line behind (and a blank fill, a line break alone, would add one).
+    """
+    if fill.endswith("\n") and after.startswith(("\n", "\r\n")):
+        return fill[:-2] if fill.endswith("\r\n") else fill[:-1]
+    return fill
+
+
+def strict_request(request: FillRequest, shape: Shape) -> FillRequest:
+    """The request of a retry: left to right, so that every committed token is one steering
+    judged (a confident token committed out of order escapes it); its last hole's window at most
+    what the language's hooks say for ``shape`` (``head_window``: Python's header's head alone
+    gets one line's, HEAD_TOKENS: a longer window only gives a model caught in a loop room to run on)."""
+    options = msgspec.structs.replace(request.options, policy="left-to-right")
+    holes = request.holes
+    window = hooks_for(request.language).head_window(shape)
+    if window is not None:
+        holes = [*holes[:-1], msgspec.structs.replace(holes[-1], max_tokens=min(holes[-1].max_tokens, window))]
+    return msgspec.structs.replace(request, options=options, holes=holes)
+
+
+def merge_retry(first: FillResult, retry: FillResult) -> FillResult:
+    """The retry's fills where they are valid, else the first round's; the time of both rounds."""
+    t, r = first.timings, retry.timings
+    fills = retry.fills if all(f.valid is not False for f in retry.fills) else first.fills
+    timings = msgspec.structs.replace(
+        t, denoise_ms=t.denoise_ms + r.denoise_ms, constrain_ms=t.constrain_ms + r.constrain_ms,
+        total_ms=t.total_ms + r.total_ms - r.tokenize_ms, steps=t.steps + r.steps, rounds=t.rounds + r.rounds,
+        candidates=t.candidates + r.candidates, tokens_filled=r.tokens_filled if fills is retry.fills else t.tokens_filled,
+    )
+    return FillResult(fills=fills, timings=timings, model=first.model)
+
+
+def join_scaffold(request: FillRequest, indent: str, scaffolded: FillRequest, result: FillResult) -> FillResult:
+    """The result of ``request``'s one hole from that of its ``scaffolded`` request (the language
+    hooks' ``join_scaffold``), its fill as text for the hole after ``indent`` (:func:`drop_indent`)."""
+    joined = hooks_for(request.language).join_scaffold(request, scaffolded, result)
+    fill = joined.fills[0]
+    return msgspec.structs.replace(joined, fills=[msgspec.structs.replace(fill, text=drop_indent(fill.text, indent))])
+
+
+def worth(fills: list[Fill]) -> tuple[bool, bool]:
+    """How a candidate ranks before its score: syntax-valid ones first, then ones with code in
+    every hole (a blank fill is no suggestion)."""
+    return fills[0].valid is True, all(f.text.strip() for f in fills)
+
+
+def as_result(fills: list[Fill], indents: list[str], opener: str) -> list[Fill]:
+    """A request's best fills as the original request has them: without the indentation moved
+    into each hole (:func:`drop_indent`), and the last with its shape's ``opener``."""
+    fills = [msgspec.structs.replace(f, text=drop_indent(f.text, ind)) for f, ind in zip(fills, indents)]
+    if opener:
+        fills[-1] = msgspec.structs.replace(fills[-1], text=fills[-1].text + opener)
+    return fills
+
+
+class Finisher:
+    """Finishes a chunk's candidate rows and keeps each request's best.
+
+    ``syntax``: the chunk's syntax constraint (None: no row is constrained); ``tokenizer``: for
+    cutting fills at token boundaries. Invariant: :meth:`take` is called once per row, and
+    :meth:`best` of a request after all its rows were taken."""
+
+    def __init__(self, tokenizer, syntax):
+        self.tokenizer, self.syntax = tokenizer, syntax
+        self._best: dict[int, tuple[tuple[bool, bool, float], list[Fill], int]] = {}
+
+    def take(self, r: int, ri: int, request: FillRequest, fills: list[Fill], score: float, filled: int, ran_out: list[bool]) -> None:
+        """Finish row r's ``fills`` (:meth:`finish_row`), a candidate of request ``ri`` with mean
+        log-probability ``score`` and ``filled`` tokens, and keep it where it ranks best so far."""
+        fills = self.finish_row(r, request, fills, ran_out)
+        key = (*worth(fills), score)
+        if ri not in self._best or key > self._best[ri][0]:
+            self._best[ri] = (key, fills, filled)
+
+    def best(self, ri: int) -> tuple[list[Fill], int]:
+        """Request ``ri``'s best candidate's fills and token count."""
+        _, fills, filled = self._best[ri]
+        return fills, filled
+
+    def finish_row(self, r: int, request: FillRequest, fills: list[Fill], ran_out: list[bool]) -> list[Fill]:
+        """Row r's fills as a result has them: cut where they start to loop (infill/engine/repeats.py;
+        ``ran_out``: which ran to their window's end), without the line break the text after the hole
+        brings, and where the row is constrained, finished by :meth:`_finish_syntax`: where the cut
+        leaves it invalid or blank and the whole fill ranks better (the header a loop ran into), the
+        whole fill."""
+        afters = [request.text[h.end :] for h in request.holes]
+        heads = [request.text[request.text.rfind("\n", 0, h.start) + 1 : h.start] for h in request.holes]  # the holes' lines
+        cut = [msgspec.structs.replace(f, text=join_line_break(cut_repeats(f.text, head, after, out), after))
+               for f, head, after, out in zip(fills, heads, afters, ran_out)]
+        if self.syntax is None or not self.syntax.checked(r):
+            return cut
+        whole = [msgspec.structs.replace(f, text=join_line_break(f.text, after)) for f, after in zip(fills, afters)]
+        finished = self._finish_syntax(r, request, cut)
+        if cut != whole and worth(finished) < (True, True):
+            finished = max((finished, self._finish_syntax(r, request, whole)), key=worth)
+        return finished
+
+    def _finish_syntax(self, r: int, request: FillRequest, fills: list[Fill]) -> list[Fill]:
+        """Cut cursor completions at their syntactic unit's end; mark the row's fills valid or not.
+
+        A row still invalid after repair is cut back, hole by hole, to the longest token prefix
+        that parses (never below a hole's min_tokens): "print(x" beats "print(x))"; where none
+        does, to a line's end with the brackets it leaves open closed (:meth:`_cut_and_close`);
+        where that fails too and the text after the hole starts a line, to a prefix that ends its
+        line (:meth:`_cut_and_break`).
+        """
+        syntax, texts = self.syntax, []
+        for i, (h, f) in enumerate(zip(request.holes, fills)):
+            insertion = not request.text[h.start : h.end].strip()  # after a line's indentation, maybe
+            texts.append(syntax.truncate(r, i, f.text) if insertion else f.text)
+        valid = syntax.judge(r, texts)
+        if valid is False:
+            for i, h in enumerate(request.holes):
+                cut = self._cut_back(r, texts, i, max(h.min_tokens, 1))
+                cut = cut if cut is not None else self._cut_and_close(r, texts, i)
+                if cut is None and (h.end == 0 or request.text[h.end - 1] == "\n"):  # the text after the hole starts a line
+                    cut = self._cut_and_break(r, texts, i, max(h.min_tokens, 1))
+                if cut is not None:
+                    texts, valid = texts[:i] + [cut] + texts[i + 1 :], True
+                    break
+        return [Fill(text=t, score=f.score, valid=valid) for t, f in zip(texts, fills)]
+
+    def _cut_back(self, r: int, texts: list[str], i: int, min_tokens: int) -> str | None:
+        """The longest token prefix (of at least ``min_tokens``) of fill i that makes row r valid,
+        found in at most MAX_CUTS (plus one per CUTS_PER_PARSE tokens of the fill) + SHORT_CUTS
+        parses; None if none was.
+
+        Longest first, whole lines before the rest when the fill ended a line (it still does).
+        A failed parse's first new error, where it lies wholly inside the cut, rules out every
+        longer prefix (they hold it too). If MAX_CUTS parses find nothing, the SHORT_CUTS shortest
+        prefixes are tried (a long broken fill often has only its first word or line to keep).
+        """
+        syntax = self.syntax
+        toks = self.tokenizer.encode(texts[i])
+        prefixes = [self.tokenizer.decode(toks[:k]) for k in range(len(toks) - 1, min_tokens - 1, -1)]
+        sizes = {c: len(c.encode("utf-8", "surrogatepass")) for c in prefixes}
+        whole_lines = texts[i].endswith("\n")
+        limit = len(texts[i].encode("utf-8", "surrogatepass"))  # what is left to try is shorter than this
+
+        def with_cut(cut: str) -> list[str]:
+            return texts[:i] + [cut] + texts[i + 1 :]
+
+        def accept(cut: str) -> str | None:  # error_at judged it already: judge reads its cache
+            return cut if syntax.judge(r, with_cut(cut)) else None
+
+        for _ in range(MAX_CUTS + len(toks) // CUTS_PER_PARSE):
+            left = [c for c in prefixes if sizes[c] < limit]
+            cut = next((c for c in left if c.endswith("\n")), None) if whole_lines else None
+            cut = cut if cut is not None else next(iter(left), None)
+            if cut is None:
+                return None
+            error = syntax.error_at(r, with_cut(cut), i)
+            if error is None:
+                return accept(cut)
+            prefixes.remove(cut)
+            if 0 <= error[0] and error[1] < sizes[cut]:
+                limit = min(limit, error[1] + 1)
+        for cut in sorted((c for c in prefixes if sizes[c] < limit), key=sizes.get)[:SHORT_CUTS][::-1]:
+            if syntax.error_at(r, with_cut(cut), i) is None:
+                return accept(cut)
+        return None
+
+    def _cut_and_break(self, r: int, texts: list[str], i: int, min_tokens: int) -> str | None:
+        """Fill i cut to a token prefix (of at least ``min_tokens``) that ends with a line break: the
+        first of at most MAX_CUTS, longest first, that makes row r valid; None if none does. For a
+        fill that stops short of its line's end (its window ran out mid-line: ``return a, a, a``)
+        where the text after the hole starts a line: every prefix without the break joins it."""
+        if texts[i].endswith("\n"):
+            return None
+        toks = self.tokenizer.encode(texts[i])
+        cuts = dict.fromkeys(self.tokenizer.decode(toks[:k]).rstrip(" \t") + "\n" for k in range(len(toks), min_tokens - 1, -1))
+        return next((c for c in list(cuts)[:MAX_CUTS] if c.strip() and self.syntax.judge(r, texts[:i] + [c] + texts[i + 1 :])), None)
+
+    def _cut_and_close(self, r: int, texts: list[str], i: int) -> str | None:
+        """Fill i cut at its end or a line's end, longest first, down to nothing, with the closers
+        of the brackets it leaves open (the constraint's ``close``, steering.Lexer.close): the first
+        of at most MAX_CUTS such that makes row r valid; None if none does (or hole i is not
+        steered). Where no prefix parses as it is, a loop in a dict ends ``'a': 1,\\n    }`` rather
+        than broken."""
+        syntax = self.syntax
+        if not syntax.steered(r, i):
+            return None
+        text = texts[i]
+        ends = [m + 1 for m, c in enumerate(text) if c == "\n"]
+        cuts = dict.fromkeys([text] + [text[:m] for m in reversed(ends)] + [""])
+        closed = [c for c in (syntax.close(r, i, cut) for cut in cuts) if c is not None][:MAX_CUTS]
+        return next((c for c in closed if syntax.judge(r, texts[:i] + [c] + texts[i + 1 :])), None)
