@@ -1,0 +1,143 @@
+"""Speed of an open diffusion LM behind our seam (infill/model/hf): exact against approximate context reuse.
+
+A random-weight model of a real shape (Qwen2.5-0.5B-like: Open-dCoder's, and the Dream family's
+architecture at that size; or 7B-like), Dream's conventions (shifted logits, a BOS lead), one fill
+of ``--window`` slots between a prefix and a suffix of ``--context`` tokens in all (three quarters
+before the hole), denoised by our sampler in exactly ``--steps`` steps (pad forbidden, so every
+row runs all its steps). Timed from binding the context to the last step: the model calls and the
+sampler, no tokenizer, no syntax constraint. Random weights: speed only.
+
+    python -m infill.bench.hf_speed --shape 0.5b --context 1024 --window 32 --steps 4 8 \\
+        --modes exact approximate --threads 2 --out bench/results/hf_speed_cpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+SHAPES = {  # Qwen2.5-0.5B (Open-dCoder) and Qwen2.5-7B (Dream, Dream-Coder, DreamOn, DiffuCoder)
+    "0.5b": dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+                 num_attention_heads=14, num_key_value_heads=2, tie_word_embeddings=True),
+    "7b": dict(vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
+               num_attention_heads=28, num_key_value_heads=4, tie_word_embeddings=False),
+}
+
+
+def random_model(shape: str, device: torch.device, dtype: torch.dtype, seed: int = 0):
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from infill.model.hf.families import DREAM
+    from infill.model.hf.model import HFDiffusionModel
+
+    cfg = Qwen2Config(**SHAPES[shape], rms_norm_eps=1e-6, max_position_embeddings=32768, use_sliding_window=False,
+                      rope_parameters={"rope_type": "default", "rope_theta": 1e6}, use_cache=False)
+    cfg._attn_implementation = "sdpa"
+    with torch.device("meta"):
+        hf = Qwen2ForCausalLM(cfg)
+    hf = hf.to_empty(device=device).to(dtype)
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    with torch.no_grad():
+        for name, p in hf.named_parameters():
+            if name.endswith("norm.weight"):
+                p.fill_(1.0)
+            else:
+                p.copy_((torch.randn(p.shape, generator=g) * 0.02).to(dtype))
+    if cfg.tie_word_embeddings:
+        hf.lm_head.weight = hf.model.embed_tokens.weight
+    hf.model.rotary_emb = type(hf.model.rotary_emb)(config=cfg).to(device)
+    mask, eos = 151666, 151643
+    return HFDiffusionModel(hf, DREAM, mask_id=mask, pad_id=eos, eos_id=eos, lead_id=eos, tokenizer_size=151668,
+                            special_ids=frozenset({eos, mask}), end_ids=frozenset({eos}), max_context=1536,
+                            name=f"random-{shape}").eval()
+
+
+def one_fill(model, context: int, window: int, steps: int, seed: int) -> dict:
+    from infill.decode.sampler import Schedule, Windows, denoise_steps
+
+    g = torch.Generator().manual_seed(seed)
+    n_pre = context * 3 // 4
+    ctx_ids = torch.randint(0, 150000, (1, context), generator=g)
+    dev = model.device
+    ctx = model.join_segments([model.encode_segments([ctx_ids[0, :n_pre].tolist(), ctx_ids[0, n_pre:].tolist()])])
+    cpos = torch.cat([torch.arange(n_pre), torch.arange(n_pre + window, context + window)])[None]
+    pos = torch.arange(n_pre, n_pre + window)[None].to(dev)
+    hole = torch.zeros((1, window), dtype=torch.long, device=dev)
+    valid = hole >= 0
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    bound = model.bind_context(ctx, torch.tensor([0]), cpos)
+    state = Windows(ids=torch.full((1, window), model.mask_id, device=dev), pos=pos, hole=hole, masked=valid.clone(),
+                    logprob=torch.zeros((1, window), device=dev), no_pad=valid.clone())
+    marks = []
+    for _ in denoise_steps(model, bound, state, Schedule(steps=steps, pad_in_order=False)):
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        marks.append(time.perf_counter())
+    total = (marks[-1] - t0) * 1000
+    first = (marks[0] - t0) * 1000
+    return {"total_ms": total, "first_step_ms": first, "later_step_ms": (total - first) / max(1, len(marks) - 1),
+            "steps": len(marks)}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m infill.bench.hf_speed", description=__doc__.split("\n\n")[0])
+    p.add_argument("--shape", choices=sorted(SHAPES), default="0.5b")
+    p.add_argument("--context", type=int, default=1024)
+    p.add_argument("--window", type=int, default=32)
+    p.add_argument("--steps", type=int, nargs="+", default=[4, 8])
+    p.add_argument("--modes", nargs="+", choices=("exact", "approximate"), default=["exact", "approximate"])
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    p.add_argument("--out", type=Path, default=None)
+    args = p.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.set_grad_enabled(False)
+    device = torch.device(args.device)
+    dtype = torch.float32 if args.precision == "fp32" else torch.bfloat16
+    t0 = time.perf_counter()
+    model = random_model(args.shape, device, dtype)
+    build_s = time.perf_counter() - t0
+    one_fill(model, 64, 8, 2, seed=99)  # warm up
+    runs = []
+    for steps in args.steps:
+        for mode in args.modes:
+            model.set_cache_mode(mode)
+            got = [one_fill(model, args.context, args.window, steps, seed=r) for r in range(args.repeats)]
+            row = {"mode": mode, "steps": steps, "runs_ms": [round(g["total_ms"], 1) for g in got],
+                   "median_ms": round(statistics.median(g["total_ms"] for g in got), 1),
+                   "first_step_ms": round(statistics.median(g["first_step_ms"] for g in got), 1),
+                   "later_step_ms": round(statistics.median(g["later_step_ms"] for g in got), 1)}
+            runs.append(row)
+            print(json.dumps(row), flush=True)
+    for steps in args.steps:
+        ex = next((r for r in runs if r["steps"] == steps and r["mode"] == "exact"), None)
+        ap = next((r for r in runs if r["steps"] == steps and r["mode"] == "approximate"), None)
+        if ex and ap:
+            print(f"{steps} steps: exact {ex['median_ms']:.0f} ms, approximate {ap['median_ms']:.0f} ms "
+                  f"({ex['median_ms'] / ap['median_ms']:.2f}x)")
+    result = {
+        "benchmark": "hf_speed", "shape": args.shape, "n_params": model.n_params, "context": args.context,
+        "window": args.window, "device": str(device), "precision": args.precision,
+        "threads": torch.get_num_threads(), "torch": torch.__version__, "cpu": platform.processor() or platform.machine(),
+        "build_s": round(build_s, 1), "runs": runs,
+        "command": "python -m infill.bench.hf_speed " + " ".join(argv if argv is not None else __import__("sys").argv[1:]),
+    }
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
