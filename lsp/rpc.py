@@ -17,6 +17,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,16 @@ class InfillProtocol(LanguageServerProtocol):
         self._request_futures.clear()
         self._workspace = None
         self._shutdown = False
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams):
+        """pygls' initialize, plus the server's ``capabilities.experimental`` (the languages its
+        model knows: ``experimental.infill``)."""
+        result = yield from super().lsp_initialize(params)
+        extra = getattr(self._server, "experimental_capabilities", None)
+        if extra is not None:
+            result.capabilities.experimental = extra()
+        return result
 
     def structure_message(self, data: dict[str, Any]):
         try:

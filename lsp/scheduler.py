@@ -106,7 +106,7 @@ class _Job:
 
     key: Hashable
     request: FillRequest
-    flag: threading.Event
+    flag: "_AllSet"  # cancelled once every awaiter's flag is set (requests sharing it add theirs)
     elastic: bool = False  # may do less work when it shares a batch (see lighten)
     future: Future = field(default_factory=Future)
     queued_at: float = field(default_factory=time.monotonic)
@@ -115,7 +115,7 @@ class _Job:
 class _AllSet:
     """A cancel flag for a batch: set once every job's flag is set."""
 
-    def __init__(self, flags: list[threading.Event]):
+    def __init__(self, flags: list):
         self.flags = flags
 
     def is_set(self) -> bool:
@@ -152,6 +152,7 @@ class Scheduler:
         self._loading: Future | None = None
         self._flags: dict[Hashable, threading.Event] = {}
         self._pending: list[_Job] = []  # fills waiting for the worker, oldest first
+        self._inflight: dict[Hashable, _Job] = {}  # full cache key -> the job filling it (shared by equal requests)
         self._queued = threading.Condition()  # guards _pending (the event loop appends, the worker takes)
         self._drain_queued = False  # a _run_pending is waiting in the executor
         self.cache = LRU()
@@ -222,6 +223,10 @@ class Scheduler:
         An ``elastic`` fill does less work when it shares a batch with others (:func:`lighten`);
         such results are not cached (a quiet moment would fill the same text better).
 
+        A fill equal to one waiting or running under another key (same ``cache_key`` and options:
+        an inline and a completion request at the same place) shares that job instead of running
+        twice; the job stops only once every request sharing it is cancelled.
+
         Awaiting this in a task that gets cancelled (``$/cancelRequest``) sets the cancel flag too.
         """
         self.cancel(key)
@@ -235,16 +240,31 @@ class Scheduler:
             full_key = None if cache_key is None else (self._engine_key, request.options, cache_key)
             if full_key is not None and (hit := self.cache.get(full_key)) is not None:
                 return hit
-            job = _Job(key, request, flag, elastic)
+            shared = self._inflight.get(full_key) if full_key is not None else None
+            if shared is not None and not shared.future.done() and not shared.flag.is_set():
+                shared.flag.flags.append(flag)
+                result, _ = await asyncio.shield(asyncio.wrap_future(shared.future))
+                if flag.is_set():
+                    raise Cancelled("superseded by a newer request")
+                return result
+            job = _Job(key, request, _AllSet([flag]), elastic)
+            if full_key is not None:
+                self._inflight[full_key] = job
             with self._queued:
                 self._pending.append(job)
                 self._queued.notify()
                 if not self._drain_queued:  # else the queued drain will take this job too
                     self._drain_queued = True
                     self._executor.submit(self._run_pending)
-            result, lightened = await asyncio.wrap_future(job.future)
+            try:
+                result, lightened = await asyncio.shield(asyncio.wrap_future(job.future))
+            finally:
+                if self._inflight.get(full_key) is job:
+                    del self._inflight[full_key]
             if full_key is not None and not lightened:
                 self.cache.put(full_key, result)
+            if flag.is_set():  # another request kept the shared job running; this one is stale
+                raise Cancelled("superseded by a newer request")
             return result
         except asyncio.CancelledError:
             flag.set()

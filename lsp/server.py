@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,72 @@ RECORD_FEEDBACK = "infill.recordFeedback"
 _EMPTY_INLINE = types.InlineCompletionList(items=[])
 _EMPTY_COMPLETION = types.CompletionList(is_incomplete=True, items=[])
 _WARM_UP_TEXT = "def mean(values):\n    total = sum(values)\n    return \n"
+CURSOR_KINDS = ("inline", "completion")  # fills at the cursor, keyed per request kind
+LANGUAGES_NOTIFICATION = "infill/languages"  # {"languages": [...], "languageIds": [...]} once a load ends
+
+
+def bundled_model_dir() -> Path:
+    """The bundled model's directory (infill.engine.fill.DEFAULT_MODEL_DIR, without importing torch)."""
+    import infill.model
+
+    return Path(infill.model.__file__).resolve().parent / "default_model"
+
+
+def declared_languages(model_dir: Path) -> tuple[str, ...] | None:
+    """config.json's ``languages`` (what DiffusionModel.languages will say once loaded), read without
+    loading the model so that ``initialize`` can advertise them; None if the file says none."""
+    try:
+        langs = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8")).get("languages")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return tuple(str(x) for x in langs) if isinstance(langs, list) and langs else None
+
+
+def language_name(language_id: str | None) -> str | None:
+    """The language table's name for an LSP language id (``typescriptreact`` -> ``tsx``), else the id."""
+    from infill.syntax.languages import spec_for
+
+    spec = spec_for(language_id)
+    return spec.name if spec else language_id
+
+
+def languages_payload(names: tuple[str, ...] | None) -> dict:
+    """What clients read (capabilities.experimental.infill and infill/languages): the languages the
+    model knows (every language with a grammar if its config.json lists none) and their LSP ids."""
+    from infill.syntax.languages import specs
+
+    table = specs()
+    names = tuple(names) if names else tuple(table)
+    ids: list[str] = []
+    for name in names:
+        for lsp_id in (table[name].lsp_ids if name in table else (name,)):
+            if lsp_id not in ids:
+                ids.append(lsp_id)
+    return {"languages": list(names), "languageIds": ids}
+
+
+def completion_snippet(text: str, indent: str) -> str | None:
+    """The completion item's text as a snippet (``$``, ``}`` and ``\\`` escaped), its lines after the
+    first without the cursor line's ``indent``, which editors add back when they insert a snippet.
+
+    A plain-text item would do for VS Code, but Neovim's omnifunc (vim.lsp.completion, 0.11)
+    inserts a plain ``textEdit`` only up to its first blank (``return sku, sku, 0.0,`` became
+    ``return``) and cannot insert several lines; it expands a snippet whole. None when a later line
+    does not start with ``indent`` (a dedent, an empty line): that fill stays plain text."""
+    lines = text.split("\n")
+    if any(not line.startswith(indent) or (indent and not line.strip()) for line in lines[1:]):
+        return None
+    lines[1:] = [line[len(indent):] for line in lines[1:]]
+    return "\n".join(lines).replace("\\", "\\\\").replace("$", "\\$").replace("}", "\\}")
+
+
+def trim_trailing_blank_line(fill: str, rest_of_line: str) -> str:
+    """``fill`` without a last line of only whitespace when nothing follows the cursor on its line:
+    accepting it would leave a whitespace-only line (the model wrote the next line's indentation)."""
+    if rest_of_line.strip() or "\n" not in fill:
+        return fill
+    head, _, last = fill.rpartition("\n")
+    return head if not last.strip() else fill
 
 
 def load_engine(key: tuple[str | None, str], precision: str = "auto", threads: int | None = None):
@@ -68,6 +135,8 @@ class InfillServer(LanguageServer):
         self.protocol.required_token = token
         self._progress_ids = itertools.count(1)
         self._load: tuple[Any, Any] | None = None  # (model key, its load's Future), the latest load started
+        self.languages: tuple[str, ...] | None = None  # what the model knows (None: not said; all are served)
+        self._refused: set[str] = set()  # languages already told (once per session) that they get no fills
 
     # -- messages to the user ---------------------------------------------------------------
 
@@ -95,7 +164,31 @@ class InfillServer(LanguageServer):
         self.options, problems = parse_options(raw)
         if problems:
             self.show_client(types.MessageType.Warning, "bad options: " + "; ".join(problems))
-        return self.model_key() != before
+        changed = self.model_key() != before
+        if changed or self.languages is None:
+            path = self.model_key()[0]
+            self.languages = declared_languages(Path(path).expanduser() if path else bundled_model_dir())
+            self._refused.clear()
+        return changed
+
+    def experimental_capabilities(self) -> dict:
+        """``capabilities.experimental`` in the initialize result (lsp/rpc.py adds it)."""
+        return {"infill": languages_payload(self.languages)}
+
+    def serves(self, language_id: str | None) -> bool:
+        """Whether the model knows this document's language; if not, one notice per language per
+        session (window/showMessage) and the caller gives no fill."""
+        if not self.languages:
+            return True
+        name = language_name(language_id)
+        if name in self.languages:
+            return True
+        if name not in self._refused:
+            self._refused.add(name)
+            model = getattr(self.scheduler.engine, "model_id", None) or "the model"
+            self.show_client(types.MessageType.Info,
+                             f"no suggestions in {language_id} files: {model} was trained on {', '.join(self.languages)} only")
+        return False
 
     def start_load(self):
         """Start loading the model of the current options in the worker, unless that load is under
@@ -129,6 +222,12 @@ class InfillServer(LanguageServer):
         message = "model loaded"
         try:
             engine = await asyncio.wrap_future(future)
+            known = getattr(getattr(engine, "model", None), "languages", None)
+            if known and tuple(known) != self.languages:
+                self.languages = tuple(known)
+                self._refused.clear()
+            # Clients that opened before the load ended learn the model's languages here too.
+            self.protocol.notify(LANGUAGES_NOTIFICATION, languages_payload(self.languages))
             dtype = str(getattr(engine, "dtype", "")).removeprefix("torch.")  # test doubles may have none
             message = f"loaded {engine.model_id} on {engine.device}" + (f" ({dtype})" if dtype else "")
             self.log_client(types.MessageType.Info, message)
@@ -164,11 +263,17 @@ class InfillServer(LanguageServer):
             self.log_client(types.MessageType.Error, f"fill failed: {type(e).__name__}: {e}")
         return None
 
-    async def fill_at_cursor(self, uri: str, position: types.Position, automatic: bool) -> tuple[str, int, str, types.Position] | None:
-        """(document text, cursor offset, fill, the cursor clamped to its line) at an LSP position, or None."""
+    async def fill_at_cursor(self, uri: str, position: types.Position, automatic: bool,
+                             kind: str = "inline") -> tuple[str, int, str, types.Position] | None:
+        """(document text, cursor offset, fill, the cursor clamped to its line) at an LSP position, or None.
+
+        ``kind`` ("inline" or "completion") keys the fill per request kind: an inline and a
+        completion request at the same place share one fill instead of cancelling each other."""
         doc = self.document(uri)
         if doc is None:
             self.log_client(types.MessageType.Warning, f"{uri} is not open")
+            return None
+        if not self.serves(doc.language_id):
             return None
         text, version = doc.source, doc.version
         encoding = str(self.workspace.position_encoding or "utf-16")
@@ -179,14 +284,16 @@ class InfillServer(LanguageServer):
         prepared = documents.prepare(text, [Hole(offset, offset, self.options.max_tokens)])
         request = FillRequest(text=prepared.text, holes=prepared.holes, language=doc.language_id, options=self.sampling(), path=uri)
         debounce = self.options.debounce_ms / 1000 if automatic else 0.0
-        result = await self.run_fill((uri, "cursor"), request, debounce_s=debounce, elastic=True,
+        result = await self.run_fill((uri, "cursor", kind), request, debounce_s=debounce, elastic=True,
                                      cache_key=documents.cache_key(prepared.text, prepared.holes[0]))
         if result is None:
             return None
         if doc.version != version or self.document(uri) is not doc or doc.source != text:
             log.debug("dropping a fill for an outdated version of %s", uri)
             return None
-        fill = prepared.fill_text(result.fills[0].text)
+        line_end = text.find("\n", offset)
+        fill = trim_trailing_blank_line(prepared.fill_text(result.fills[0].text),
+                                        text[offset:] if line_end < 0 else text[offset:line_end])
         cursor = types.Position(*textpos.str_to_lsp(text, offset, encoding))
         return (text, offset, fill, cursor) if fill.strip() else None
 
@@ -262,11 +369,13 @@ def create_server(model: str | None = None, device: str | None = None, token: st
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: InfillServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.scheduler.cancel((params.text_document.uri, "cursor"))  # the cursor moved: stop a stale fill
+        for kind in CURSOR_KINDS:  # the cursor moved: stop a stale fill
+            ls.scheduler.cancel((params.text_document.uri, "cursor", kind))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: InfillServer, params: types.DidCloseTextDocumentParams) -> None:
-        ls.scheduler.cancel((params.text_document.uri, "cursor"))
+        for kind in CURSOR_KINDS:
+            ls.scheduler.cancel((params.text_document.uri, "cursor", kind))
         ls.scheduler.cancel((params.text_document.uri, "holes"))
 
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
@@ -287,7 +396,7 @@ def create_server(model: str | None = None, device: str | None = None, token: st
     @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=["."], resolve_provider=False))
     async def completion(ls: InfillServer, params: types.CompletionParams) -> types.CompletionList:
         automatic = params.context is None or params.context.trigger_kind != types.CompletionTriggerKind.Invoked
-        got = await ls.fill_at_cursor(params.text_document.uri, params.position, automatic)
+        got = await ls.fill_at_cursor(params.text_document.uri, params.position, automatic, kind="completion")
         if got is None:
             return _EMPTY_COMPLETION
         text, offset, fill, cursor = got
@@ -297,6 +406,11 @@ def create_server(model: str | None = None, device: str | None = None, token: st
         first_line = fill.splitlines()[0] if fill.strip() else fill
         label = (word + first_line).strip() + (" …" if "\n" in fill.rstrip("\n") else "")
         doc = ls.document(params.text_document.uri)
+        line_start = text.rfind("\n", 0, offset) + 1
+        indent = text[line_start:len(text) - len(text[line_start:].lstrip(" \t"))]
+        td = ls.client_capabilities.text_document
+        item_caps = td.completion.completion_item if td and td.completion else None
+        snippet = completion_snippet(word + fill, indent) if item_caps and item_caps.snippet_support else None
         item = types.CompletionItem(
             label=label or fill,
             kind=types.CompletionItemKind.Snippet,
@@ -304,8 +418,8 @@ def create_server(model: str | None = None, device: str | None = None, token: st
             documentation=word + fill,
             filter_text=word + fill,
             sort_text="0",
-            insert_text_format=types.InsertTextFormat.PlainText,
-            text_edit=types.TextEdit(range=types.Range(start, cursor), new_text=word + fill),
+            insert_text_format=types.InsertTextFormat.PlainText if snippet is None else types.InsertTextFormat.Snippet,
+            text_edit=types.TextEdit(range=types.Range(start, cursor), new_text=word + fill if snippet is None else snippet),
             command=_feedback_command("completion", ls.scheduler.engine.model_id, doc.language_id, len(fill)),
         )
         return types.CompletionList(is_incomplete=True, items=[item])
@@ -337,6 +451,8 @@ def create_server(model: str | None = None, device: str | None = None, token: st
         doc = ls.document(uri)
         if doc is None:
             ls.log_client(types.MessageType.Warning, f"{FILL_HOLES}: {uri} is not open")
+            return None
+        if not ls.serves(doc.language_id):
             return None
         text, version = doc.source, doc.version
         encoding = str(ls.workspace.position_encoding or "utf-16")

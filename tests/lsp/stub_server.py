@@ -1,0 +1,68 @@
+"""Our language server with a stand-in engine, for the editor tests (tests/lsp/test_neovim.py).
+
+The real server (lsp/server.py: handlers, scheduler, options, framing) runs unchanged; only the
+engine is a stub, so a test knows the fill exactly and needs no torch:
+
+    python tests/lsp/stub_server.py
+
+Environment: INFILL_STUB_FILL (the fill every request gets, default "return sku, sku, 0.0,"),
+INFILL_STUB_DELAY_MS (how long a fill takes, default 200: requests that come together overlap),
+INFILL_STUB_LANGUAGES (JSON list, what the model was trained on; default ["python"]),
+INFILL_STUB_LOAD_MS (how long the load takes, default 0), INFILL_STUB_LOG (append one line per
+fill_batch call: the file names of its requests;
+the server's warm-up fill is warm-up.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from infill.protocol import Fill, FillResult, Timings  # noqa: E402
+
+
+class StubModel:
+    def __init__(self, languages):
+        self.languages = tuple(languages) if languages else None
+
+
+class StubEngine:
+    model_id = "stub-model"
+    device = "cpu"
+
+    def __init__(self):
+        self.fill = os.environ.get("INFILL_STUB_FILL", "return sku, sku, 0.0,")
+        self.delay = float(os.environ.get("INFILL_STUB_DELAY_MS", "200")) / 1000
+        self.model = StubModel(json.loads(os.environ.get("INFILL_STUB_LANGUAGES", '["python"]')))
+        self.log = os.environ.get("INFILL_STUB_LOG")
+
+    def fill_batch(self, requests, cancel=None):
+        if self.log:
+            with open(self.log, "a") as f:
+                f.write(" ".join(Path(r.path or "").name for r in requests) + "\n")
+        end = time.monotonic() + self.delay
+        while time.monotonic() < end:
+            if cancel is not None and cancel.is_set():
+                from infill.errors import Cancelled
+
+                raise Cancelled("stub: cancelled")
+            time.sleep(0.005)
+        return [FillResult(fills=[Fill(text=self.fill, score=0.0, valid=True) for _ in r.holes], timings=Timings(),
+                           model=self.model_id) for r in requests]
+
+
+def load(key):
+    time.sleep(float(os.environ.get("INFILL_STUB_LOAD_MS", "0")) / 1000)
+    return StubEngine()
+
+
+if __name__ == "__main__":
+    from infill.lsp.server import create_server
+    from infill.lsp.transport import serve_stdio
+
+    serve_stdio(create_server(loader=load))
