@@ -52,8 +52,13 @@ class StubEngine:
 
                 raise Cancelled("stub: cancelled")
             time.sleep(0.005)
-        return [FillResult(fills=[Fill(text=self.fill, score=0.0, valid=True) for _ in r.holes], timings=Timings(),
-                           model=self.model_id) for r in requests]
+        return [FillResult(fills=[Fill(text=self.rest(r.text, h.start), score=0.0, valid=True) for h in r.holes],
+                           timings=Timings(), model=self.model_id) for r in requests]
+
+    def rest(self, text: str, at: int) -> str:
+        """The fill, less what its line already holds of it (a partly accepted suggestion)."""
+        typed = text[text.rfind("\n", 0, at) + 1:at].lstrip()
+        return self.fill[len(typed):] if typed and self.fill.startswith(typed) else self.fill
 
 
 def load(key):

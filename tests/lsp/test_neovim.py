@@ -206,3 +206,55 @@ end, 2000)
 """
     got, err = run_readme(tmp_path, scenario, source="package main\n", name="main.go")
     assert got["attached"] == 0, (got, err)
+
+
+# Neovim 0.11 has no vim.lsp.inline_completion (0.12 does; no 0.12 wheel on PyPI): this stand-in
+# does what 0.12's get({on_accept}) does with our item (ask, let on_accept change the item, set
+# its text over its range, the cursor after it), so the README's partial-accept mappings run for real.
+INLINE_012 = """
+vim.lsp.inline_completion = {
+  enable = function() end,
+  get = function(opts)
+    local client = T.client()
+    local params = vim.lsp.util.make_position_params(0, 'utf-16')
+    params.context = { triggerKind = 1 }
+    local res = client:request_sync('textDocument/inlineCompletion', params, 5000, 0)
+    local lsp_item = res and res.result and res.result.items[1]
+    if not lsp_item then return false end
+    local item = { insert_text = lsp_item.insertText, range = lsp_item.range, client_id = client.id }
+    if opts and opts.on_accept then item = opts.on_accept(item) end
+    if not item then return true end
+    local r, lines = lsp_item.range, vim.split(item.insert_text, '\\n')
+    vim.api.nvim_buf_set_text(0, r.start.line, r.start.character, r['end'].line, r['end'].character, lines)
+    local row = r.start.line + #lines
+    vim.api.nvim_win_set_cursor(0, { row, (#lines == 1 and r.start.character or 0) + #lines[#lines] })
+    return true
+  end,
+}
+"""
+
+
+@needs_nvim
+def test_the_readme_mappings_accept_the_next_word_and_the_next_line(tmp_path):
+    scenario = INLINE_012 + """
+local seen = {}
+vim.api.nvim_create_autocmd('LspAttach', { callback = function(args)
+  vim.defer_fn(function()
+    vim.api.nvim_win_set_cursor(0, { 2, 0 })
+    T.keys('A<M-l>')
+    vim.defer_fn(function()
+      table.insert(seen, vim.api.nvim_get_current_line())
+      T.keys('<M-l>')
+      vim.defer_fn(function()
+        table.insert(seen, vim.api.nvim_get_current_line())
+        T.keys('<M-j>')
+        vim.defer_fn(function() T.keys('<Esc>'); T.finish({ status = 'OK', seen = seen }) end, 600)
+      end, 600)
+    end, 600)
+  end, 100)
+end })
+"""
+    got, err = run_readme(tmp_path, scenario, source="def total(sku):\n    \n", stub={"DELAY_MS": "20"})
+    assert got["status"] == "OK", (got, err)
+    assert got["seen"] == ["    return", "    return sku"], got
+    assert got["buffer"] == ["def total(sku):", "    return sku, sku, 0.0,"], got
