@@ -73,7 +73,10 @@ def reference_window_logits(model, directory, pre, window, suf):
 
 
 def test_special_ids_and_conventions_read_from_the_checkpoint(hf_models):
+    from infill.model.seam import DiffusionModel, Tokenizer
+
     m, tok = hf_models("dream-coder")
+    assert isinstance(m, DiffusionModel) and isinstance(tok, Tokenizer)
     assert (m.mask_id, m.eos_id, m.pad_id, m.lead_id) == (151666, 151643, 151643, 151665)
     assert m.family.shifted and m.variant == "dream" and not m.capabilities.exact_segment_cache
     assert m.vocab_size == 152064 and tok.vocab_size == 151666 + 1  # a padded vocabulary is normal

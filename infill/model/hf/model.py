@@ -131,6 +131,7 @@ class HFDiffusionModel(nn.Module):
     """DiffusionModel (infill/model/seam.py) over a transformers Qwen2ForCausalLM / LlamaForCausalLM."""
 
     capabilities = Capabilities(exact_segment_cache=False)
+    languages: tuple[str, ...] | None = None  # the registry sets config.json's "languages" where it names any
 
     def __init__(self, hf: nn.Module, family: Family, *, mask_id: int, pad_id: int, eos_id: int, lead_id: int,
                  tokenizer_size: int, special_ids: frozenset[int], end_ids: frozenset[int], max_context: int,
