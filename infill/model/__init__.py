@@ -1,1 +1,1 @@
-"""The model layer: networks (network), their tokenizers (tokenizer), and reuse of encoded context across fills (context_cache). Knows nothing of grammars, requests or editors."""
+"""The model layer: the seam every caller uses (seam), loading a model directory by its config.json (registry), networks (network; hf: open diffusion LMs through transformers), their tokenizers (tokenizer), the context budget (budget), device and precision (device), and reuse of encoded context across fills (context_cache). Knows nothing of grammars, requests or editors."""
