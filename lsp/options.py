@@ -41,7 +41,7 @@ _ALIASES = {
     "debounceMs": "debounce_ms", "debounce": "debounce_ms",
     "feedbackFile": "feedback_file",
 }
-_DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?|mps")
+_DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")  # infill/model/device.py: no mps
 
 
 def _int(value: Any, lo: int, hi: int) -> int:

@@ -26,6 +26,7 @@ import { Backoff } from "./backoff";
 import { DiscoveryError, ServerCommand, discoverServer, expandPath } from "./discovery";
 import { affectsServer, configurationPayload, needsRestart, toServerOptions } from "./settings";
 import { StatusState, fromServerMessage, fromStatusNotification, render } from "./status";
+import { LanguageGate, gluesOntoAcceptedWord, serverLanguageIds, settingsQuery } from "./inline";
 
 /** The LSP language ids of every language infill has a grammar for: languages.json, a copy of
  * grammars/languages.toml (`infill languages --json`; a test keeps the two the same). */
@@ -85,6 +86,11 @@ class Infill implements vscode.Disposable {
     private readonly disposables: vscode.Disposable[] = [];
     private pythonListener: vscode.Disposable | undefined;
     private disposed = false;
+    /** The languages the server's model knows (initialize result, then infill/languages). */
+    private readonly gate = new LanguageGate();
+    /** The ghost text last offered, and where an accepted one ended (to spot a glued next one). */
+    private offered: { uri: string; version: number; offset: number; text: string } | undefined;
+    private accepted: { uri: string; version: number; offset: number } | undefined;
 
     constructor(private readonly context: vscode.ExtensionContext) {
         this.out = vscode.window.createOutputChannel("Infill", { log: true });
@@ -93,6 +99,29 @@ class Infill implements vscode.Disposable {
         this.renderStatus();
         this.item.show();
         this.disposables.push(this.out, this.item);
+        this.disposables.push(vscode.workspace.onDidChangeTextDocument((e) => this.noteAccept(e)));
+    }
+
+    /** An edit that inserts exactly the ghost text last offered, where it was offered: an accept. */
+    private noteAccept(e: vscode.TextDocumentChangeEvent): void {
+        const o = this.offered;
+        if (!o || e.document.uri.toString() !== o.uri || e.contentChanges.length !== 1) return;
+        const c = e.contentChanges[0];
+        if (c.rangeLength === 0 && c.rangeOffset === o.offset && c.text === o.text) {
+            this.accepted = { uri: o.uri, version: e.document.version, offset: o.offset + o.text.length };
+        }
+        this.offered = undefined;
+    }
+
+    /** Whether the request's language is served; the first refusal per language says so once. */
+    private serves(document: vscode.TextDocument): boolean {
+        if (this.gate.allows(document.languageId)) return true;
+        const notice = this.gate.notice(document.languageId, this.state.model);
+        if (notice) {
+            this.out.info(notice);
+            void vscode.window.showInformationMessage(notice);
+        }
+        return false;
     }
 
     // -- settings ---------------------------------------------------------------------------
@@ -277,15 +306,31 @@ class Infill implements vscode.Disposable {
             },
             middleware: {
                 provideInlineCompletionItems: async (document, position, context, token, next) => {
-                    if (!this.enabled) return undefined;
+                    if (!this.enabled || !this.serves(document)) return undefined;
+                    const offset = document.offsetAt(position);
+                    const a = this.accepted;
+                    const justAccepted = !!a && a.uri === document.uri.toString() && a.version === document.version && a.offset === offset;
+                    const charBefore = position.character > 0 ? document.lineAt(position.line).text.charAt(position.character - 1) : "";
                     const t0 = Date.now();
                     const result = await next(document, position, context, token);
-                    const items = Array.isArray(result) ? result : result?.items;
-                    if (items && items.length && !token.isCancellationRequested) this.recordLatency(Date.now() - t0);
-                    return result;
+                    let items = Array.isArray(result) ? result : result?.items;
+                    if (items && justAccepted) {
+                        const kept = items.filter((i) => !gluesOntoAcceptedWord(charBefore, typeof i.insertText === "string" ? i.insertText : i.insertText.value, true));
+                        if (kept.length < items.length) this.out.debug(`dropped ghost text that would glue onto the word just accepted`);
+                        items = kept;
+                    }
+                    if (items && items.length && !token.isCancellationRequested) {
+                        this.recordLatency(Date.now() - t0);
+                        const first = items[0];
+                        if (typeof first.insertText === "string") {
+                            this.offered = { uri: document.uri.toString(), version: document.version, offset, text: first.insertText };
+                        }
+                    }
+                    return items ?? result;
                 },
                 provideCompletionItem: async (document, position, context, token, next) => {
                     if (!this.enabled && context.triggerKind !== vscode.CompletionTriggerKind.Invoke) return undefined;
+                    if (!this.serves(document)) return undefined;
                     return next(document, position, context, token);
                 },
                 workspace: {
@@ -324,6 +369,7 @@ class Infill implements vscode.Disposable {
                 void vscode.window.showInformationMessage(p.message);
             }
         });
+        client.onNotification("infill/languages", (p: unknown) => this.gate.set(serverLanguageIds(p) ?? this.gate.known));
         client.onNotification("infill/status", (p: unknown) => {
             const change = fromStatusNotification(p);
             if (change) this.setState(change);
@@ -342,6 +388,8 @@ class Infill implements vscode.Disposable {
             return;
         }
         if (gen !== this.generation) return;
+        this.gate.set(serverLanguageIds(client.initializeResult));
+        if (this.gate.known) this.out.info(`the model knows: ${this.gate.known.join(", ")}; other languages get no suggestions`);
         if (this.state.phase === "starting") this.setState({ phase: "loading" });
         this.out.info(`server started (${cmd.source}); waiting for the model`);
     }
@@ -409,7 +457,7 @@ class Infill implements vscode.Disposable {
         const actions = settingsProblem ? ["Show Logs", "Open Settings"] : ["Show Logs", "Restart Server"];
         void vscode.window.showErrorMessage(message, ...actions).then((a) => {
             if (a === "Show Logs") this.showLogs();
-            else if (a === "Open Settings") void vscode.commands.executeCommand("workbench.action.openSettings", "infill.");
+            else if (a === "Open Settings") void vscode.commands.executeCommand("workbench.action.openSettings", settingsQuery(message));
             else if (a === "Restart Server") void this.start(true);
         });
     }
