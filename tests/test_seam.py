@@ -73,6 +73,7 @@ class FullAttentionLM(nn.Module):
     """Every window step reads the whole layout, context and windows, bidirectionally."""
 
     capabilities = Capabilities(exact_segment_cache=False)
+    languages = None
 
     def __init__(self, vocab: int = 320, d: int = 32, max_context: int = 96):
         super().__init__()

@@ -184,6 +184,7 @@ class DiffusionLM(nn.Module):
     encodes to its own unrotated keys and values, exact wherever it sits."""
 
     capabilities = Capabilities(exact_segment_cache=True)
+    languages: tuple[str, ...] | None = None  # the registry sets config.json's "languages"
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
