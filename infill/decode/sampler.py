@@ -306,58 +306,56 @@ class ActiveRows:
 # The loop.
 
 
-@torch.no_grad()
-def denoise_steps(
-    model: DiffusionModel,
-    ctx: Bound,
-    state: Windows,
-    schedule: Schedule,
-    generators: list[torch.Generator] | None = None,
-    constraint: Constraint | None = None,
-    cancel: CancelFlag | None = None,
-    deadline: float | None = None,
-    row_steps: torch.Tensor | None = None,
-) -> Iterator[Step]:
-    """Denoise ``state`` in place, yielding a Step after each model call.
+class Denoiser:
+    """One batch of rows' denoising state between model calls: what :func:`denoise_steps` keeps
+    from step to step, with the step itself split from the model call that feeds it.
 
-    ``row_steps`` [R] gives each row its own number of steps (default: schedule.steps for all),
-    so a row behaves the same whatever it is batched with. ``deadline`` is a time.monotonic()
-    value: once passed, the next step commits everything. Raises Cancelled if ``cancel`` is set
-    between steps.
+    ``pending()`` says whether another model call is needed (a full draft that the constraint
+    sends back is masked again there); ``advance(logits)`` takes the logits of the still-masked
+    slots (row-major, as ``hidden[state.masked[active]]`` orders them) and commits one step.
+    denoise_steps drives one Denoiser with its own model calls; infill/engine/stepper.py drives
+    many (one per request) with one model call over all their rows.
     """
-    mask_id, pad_id = model.mask_id, model.pad_id
-    constraint = constraint or NoConstraint()
-    if schedule.temperature > 0 and (generators is None or len(generators) != state.ids.shape[0]):
-        raise ValueError("sampling with temperature needs one torch.Generator per row")
-    valid = state.valid
-    planned = row_steps if row_steps is not None else torch.full((state.ids.shape[0],), schedule.steps)
-    planned = planned.to(state.ids.device).clamp_min(1)
-    steps_left = planned.clone()
-    budget = torch.ceil(planned * (1 + schedule.overrun)).long()  # steps this pass may take, at most
-    rows = ActiveRows(model, ctx, state.pos)
-    repairs = 0
-    step = 0
-    while True:
+
+    def __init__(self, model: DiffusionModel, state: Windows, schedule: Schedule,
+                 generators: list[torch.Generator] | None = None, constraint: Constraint | None = None,
+                 deadline: float | None = None, row_steps: torch.Tensor | None = None):
+        self.mask_id, self.pad_id = model.mask_id, model.pad_id
+        self.state, self.schedule, self.generators, self.deadline = state, schedule, generators, deadline
+        self.constraint = constraint or NoConstraint()
+        if schedule.temperature > 0 and (generators is None or len(generators) != state.ids.shape[0]):
+            raise ValueError("sampling with temperature needs one torch.Generator per row")
+        self.valid = state.valid
+        planned = row_steps if row_steps is not None else torch.full((state.ids.shape[0],), schedule.steps)
+        self.planned = planned.to(state.ids.device).clamp_min(1)
+        self.steps_left = self.planned.clone()
+        self.budget = torch.ceil(self.planned * (1 + schedule.overrun)).long()  # steps this pass may take, at most
+        self.repairs = 0
+        self.step = 0
+
+    def pending(self) -> bool:
+        """Whether the rows need another model call (False: every slot is committed and accepted)."""
+        state, schedule, valid = self.state, self.schedule, self.valid
         if not state.masked.any():
-            again = constraint.remask(state) & valid
-            content = valid & (state.ids != pad_id)  # judge the share on the fill's own tokens
+            again = self.constraint.remask(state) & valid
+            content = valid & (state.ids != self.pad_id)  # judge the share on the fill's own tokens
             again &= ((again & content).sum(1) <= schedule.max_repair_share * content.sum(1).clamp_min(1))[:, None]
-            if repairs >= schedule.max_repair_rounds or not again.any():
-                return
-            repairs += 1
+            if self.repairs >= schedule.max_repair_rounds or not again.any():
+                return False
+            self.repairs += 1
             state.masked |= again
-            state.ids[again] = mask_id
+            state.ids[again] = self.mask_id
             share = again.sum(1).float() / valid.sum(1).clamp_min(1).float()
-            steps_left = torch.ceil(planned * share * schedule.repair_pace).long().clamp_min(1)
-            budget = torch.ceil(steps_left * (1 + schedule.overrun)).long()
-        if cancel is not None and cancel.is_set():
-            raise Cancelled("fill cancelled")
-        # Logits only for masked slots: committed ones need none (the vocabulary projection is
-        # the largest cost of a step for a small model).
+            self.steps_left = torch.ceil(self.planned * share * schedule.repair_pace).long().clamp_min(1)
+            self.budget = torch.ceil(self.steps_left * (1 + schedule.overrun)).long()
+        return True
+
+    @torch.no_grad()
+    def advance(self, logits: torch.Tensor) -> Step:
+        """One step from ``logits`` [n, V] of the n masked slots (row-major); commits in place."""
+        state, schedule, constraint = self.state, self.schedule, self.constraint
+        mask_id, pad_id, generators = self.mask_id, self.pad_id, self.generators
         candidates = state.masked
-        active = candidates.any(1)
-        hidden = rows.hidden(state.ids, valid, active)
-        logits = model.logits(hidden[candidates[active]])
         logits[:, mask_id] = float("-inf")
         if state.no_pad is not None:
             logits[state.no_pad[candidates], pad_id] = float("-inf")
@@ -395,28 +393,60 @@ def denoise_steps(
             allowed &= ~past_refusal(state.hole, refused)
         if schedule.pad_in_order:  # a fill may end only where everything before it is decided
             allowed &= (token != pad_id) | first_masked(state.hole, state.masked)
-        hurry = deadline is not None and time.monotonic() >= deadline
-        k = tokens_this_step(candidates.sum(1), steps_left)
+        hurry = self.deadline is not None and time.monotonic() >= self.deadline
+        k = tokens_this_step(candidates.sum(1), self.steps_left)
         pick = choose(score, conf, allowed, k, schedule.threshold)
         stuck = candidates.any(1) & ~pick.any(1)  # nothing allowed in a row: take its best slot
         if stuck.any():
             pick |= choose(score, conf, candidates, stuck.long(), None) & stuck[:, None]
         commit_pad = pick & (token == pad_id)
-        tail = pad_tail(state.hole, commit_pad | (~state.masked & (state.ids == pad_id) & valid), state.masked & ~pick)
+        tail = pad_tail(state.hole, commit_pad | (~state.masked & (state.ids == pad_id) & self.valid), state.masked & ~pick)
         token = torch.where(tail, torch.full_like(token, pad_id), token)
         logp = torch.where(tail, pad_logp, logp)
         pick |= tail
         if hurry:
             pick = candidates.clone()
         else:  # rows at the end of their step budget commit everything left
-            pick |= candidates & (budget <= 1)[:, None]
+            pick |= candidates & (self.budget <= 1)[:, None]
         state.ids = torch.where(pick, token, state.ids)
         state.logprob = torch.where(pick, logp, state.logprob)
         state.masked = state.masked & ~pick
-        steps_left = (steps_left - 1).clamp_min(1)
-        budget -= 1
-        step += 1
-        yield Step(step, state.ids.clone(), state.masked.clone(), state.logprob.clone(), pick, not state.masked.any())
+        self.steps_left = (self.steps_left - 1).clamp_min(1)
+        self.budget -= 1
+        self.step += 1
+        return Step(self.step, state.ids.clone(), state.masked.clone(), state.logprob.clone(), pick, not state.masked.any())
+
+
+@torch.no_grad()
+def denoise_steps(
+    model: DiffusionModel,
+    ctx: Bound,
+    state: Windows,
+    schedule: Schedule,
+    generators: list[torch.Generator] | None = None,
+    constraint: Constraint | None = None,
+    cancel: CancelFlag | None = None,
+    deadline: float | None = None,
+    row_steps: torch.Tensor | None = None,
+) -> Iterator[Step]:
+    """Denoise ``state`` in place, yielding a Step after each model call.
+
+    ``row_steps`` [R] gives each row its own number of steps (default: schedule.steps for all),
+    so a row behaves the same whatever it is batched with. ``deadline`` is a time.monotonic()
+    value: once passed, the next step commits everything. Raises Cancelled if ``cancel`` is set
+    between steps.
+    """
+    den = Denoiser(model, state, schedule, generators, constraint, deadline, row_steps)
+    rows = ActiveRows(model, ctx, state.pos)
+    while den.pending():
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("fill cancelled")
+        # Logits only for masked slots: committed ones need none (the vocabulary projection is
+        # the largest cost of a step for a small model).
+        candidates = state.masked
+        active = candidates.any(1)
+        hidden = rows.hidden(state.ids, den.valid, active)
+        yield den.advance(model.logits(hidden[candidates[active]]))
 
 
 def denoise(model: DiffusionModel, ctx: Bound, state: Windows, schedule: Schedule, **kwargs) -> tuple[Windows, int]:
