@@ -1,0 +1,299 @@
+"""Step-level filling: requests join a running denoising batch between steps and leave it when done.
+
+``Engine.fill_batch`` fills a fixed set of requests from start to end. A server that many editors
+share needs more: a request that comes while others are denoising should not wait for them to
+finish. The :class:`Stepper` keeps a live set of :class:`Slot` s, one per request, and advances
+all of them one denoising step at a time with **one** model call over all their candidate rows:
+
+* ``add(request)`` prepares the request (the engine's ``prepare``, scaffold and ``layout``), makes
+  its rows and its own :class:`~infill.decode.sampler.Denoiser`; its rows join at the next
+  ``step()``.
+* ``step()`` drops cancelled slots (their rows leave before the model call), asks each slot
+  whether it needs another call (a full draft its constraint sends back is masked again), joins
+  the rows that still have masked slots of every slot into one batch (context rows of different
+  lengths and windows of different widths are padded; the model masks both), runs
+  ``window_hidden`` once and ``logits`` once over all of them, and hands each slot its part.
+  A slot whose rows are all done is finished (the engine's ``Finisher``); a constrained fill
+  judged invalid goes on as a stricter retry round (the engine's ``strict_request`` and
+  ``merge_retry``), its new rows joining at the next step as a new request's would.
+* What joins is exactly a request's candidate rows, at any step boundary, whatever the others'
+  contexts, holes, window widths, step counts or sampling options (each slot keeps its own
+  schedule, random generators, constraint and deadline).
+
+The encoded context of the live set is rebuilt (``context_cache.encode`` — cache hits for our
+model — then ``join_segments`` and ``bind_context``) when a slot joins, leaves or starts a round,
+and narrowed with ``Bound.select`` when only some rows finish, as the sampler's ActiveRows does.
+
+Everything of a request lives in its Slot (state per request, nothing shared but the model and
+the context cache), so a replica can be wrapped (e.g. by a Ray Serve deployment) unchanged.
+A Stepper is not thread-safe: one thread owns it (infill/serve/batcher.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from infill.decode.sampler import CancelFlag, Denoiser, NoConstraint, Windows
+from infill.engine.fill import Engine, _Layout, _Prepared, needs_retry
+from infill.engine.finish import Finisher, as_result, join_scaffold, merge_retry, strict_request
+from infill.errors import Cancelled
+from infill.protocol import Draft, FillRequest, FillResult, Timings
+from infill.syntax import constraint as syntax_constraints
+from infill.syntax.hooks import hooks_for
+
+
+@dataclass(eq=False)
+class Slot:
+    """One request's whole state in the stepper (its rows, denoiser, constraint, rounds)."""
+
+    id: int
+    request: FillRequest
+    cancel: CancelFlag | None = None
+    on_draft: Callable[[Draft], None] | None = None
+    draft_every: int = 0  # a Draft every this many of its steps (0: none)
+    result: FillResult | None = None
+    error: Exception | None = None
+    # the current round
+    round: int = 0
+    prepared: _Prepared | None = None
+    lay: _Layout | None = None
+    state: Windows | None = None
+    den: Denoiser | None = None
+    syntax: object = None
+    finished_at: torch.Tensor | None = None
+    # across rounds
+    scaffold: tuple | None = None  # (the request as prepared before the split, the split)
+    first: FillResult | None = None  # the first round's result while a retry runs
+    t_start: float = field(default_factory=time.perf_counter)
+    t_denoise: float = 0.0
+    context_ms: float = 0.0
+    steps: int = 0  # its model calls so far (all rounds)
+
+    @property
+    def rows(self) -> int:
+        return 0 if self.state is None else self.state.ids.shape[0]
+
+    @property
+    def done(self) -> bool:
+        return self.result is not None or self.error is not None
+
+
+class Stepper:
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.model = engine.model
+        self.slots: list[Slot] = []
+        self._ids = itertools.count(1)
+        self._base_key: tuple | None = None  # (slot id, round) of every row in the bound context
+        self._base = None  # (bound context over all rows of those slots, row offset of each)
+        self._active_key: tuple | None = None
+        self._active = None  # (bound context, pos, valid) of the rows of the last model call
+        self.calls = 0  # model calls so far
+        self.last_call: list[tuple[int, int]] = []  # (slot id, rows) in the last model call
+
+    # -- joining and leaving ------------------------------------------------------------------
+
+    def add(self, request: FillRequest, cancel: CancelFlag | None = None,
+            on_draft: Callable[[Draft], None] | None = None, draft_every: int = 0) -> Slot:
+        """A slot for ``request``; its rows join the batch at the next step. Raises RequestError."""
+        engine = self.engine
+        slot = Slot(next(self._ids), request, cancel, on_draft, draft_every)
+        p = engine.prepare(request)
+        split = hooks_for(request.language).scaffold(p.request, p.shape)
+        if split is not None:  # filled as several holes, in one round as strict as a retry (Engine.fill_batch)
+            slot.scaffold = (p, split)
+            strict = hooks_for(split[0].language).strict(split[1])
+            p = engine.prepare(strict_request(split[0], strict), strict)
+        self._start_round(slot, p)
+        self.slots.append(slot)
+        return slot
+
+    def remove(self, slot: Slot, error: Exception | None = None) -> None:
+        """Take ``slot``'s rows out of the batch now (cancelled, its client gone)."""
+        if slot in self.slots:
+            self.slots.remove(slot)
+        if not slot.done:
+            slot.error = error or Cancelled("fill cancelled")
+
+    @property
+    def live_rows(self) -> int:
+        return sum(s.rows for s in self.slots)
+
+    def _start_round(self, slot: Slot, p: _Prepared) -> None:
+        engine, model = self.engine, self.model
+        pad_id, mask_id = model.pad_id, model.mask_id
+        lay = engine.layout([p], max(1, sum(len(s) for s in p.segments)))
+        syntax = syntax_constraints.for_chunk([p.request], lay.rows, lay.hole, engine.tokenizer, pad_id, mask_id, [p.shape])
+        valid = lay.hole >= 0
+        dev = engine.device
+        state = Windows(ids=torch.where(valid, mask_id, pad_id).to(dev), pos=lay.win_pos.to(dev), hole=lay.hole.to(dev),
+                        masked=valid.to(dev), logprob=torch.zeros(lay.hole.shape, device=dev), no_pad=lay.no_pad.to(dev))
+        engine.commit_leads(state, [p], lay.rows)
+        schedule = lay.schedules[0]
+        gens = [torch.Generator().manual_seed(s) for s in lay.seeds] if schedule.temperature > 0 else None
+        deadline_ms = p.request.options.deadline_ms
+        deadline = time.monotonic() + deadline_ms / 1000 if deadline_ms else None
+        row_steps = torch.full((len(lay.rows),), schedule.steps, dtype=torch.long)
+        slot.round += 1
+        slot.prepared, slot.lay, slot.state, slot.syntax = p, lay, state, syntax
+        slot.den = Denoiser(model, state, schedule, gens, syntax or NoConstraint(), deadline, row_steps)
+        slot.finished_at = torch.zeros(len(lay.rows), dtype=torch.long)
+
+    # -- one step -----------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def step(self) -> list[Slot]:
+        """Advance every live slot one denoising step (one model call in all); the slots that
+        finished or failed in it (removed from the live set; their ``result`` or ``error`` set)."""
+        out: list[Slot] = []
+        for slot in list(self.slots):  # a cancel takes effect before the next model call
+            if slot.cancel is not None and slot.cancel.is_set():
+                self.remove(slot)
+                out.append(slot)
+        going: list[Slot] = []
+        for slot in list(self.slots):
+            try:
+                while not slot.den.pending():
+                    if self._end_round(slot):
+                        break
+            except Exception as e:  # noqa: BLE001 -- one request's failure is its own
+                slot.error = e
+            if slot.done:
+                self.slots.remove(slot)
+                out.append(slot)
+            else:
+                going.append(slot)
+        if not going:
+            return out
+        t0 = time.perf_counter()
+        try:
+            logits, parts = self._model_call(going)
+        except Exception as e:  # noqa: BLE001 -- the model failed: every request in the call is told
+            for slot in going:
+                self.remove(slot, e)
+                out.append(slot)
+            self._base_key = self._active_key = None
+            return out
+        elapsed = time.perf_counter() - t0
+        at = 0
+        for slot, n in parts:
+            try:
+                step = slot.den.advance(logits[at : at + n])
+                slot.steps += 1
+                slot.t_denoise += elapsed
+                slot.finished_at = torch.where((slot.finished_at == 0) & ~step.masked.any(1).cpu(), slot.steps,
+                                               slot.finished_at)
+                if slot.on_draft is not None and slot.draft_every and step.step % slot.draft_every == 0 and not step.done:
+                    self._draft(slot, step)
+            except Exception as e:  # noqa: BLE001
+                self.remove(slot, e)
+                out.append(slot)
+            at += n
+        return out
+
+    def _model_call(self, going: list[Slot]) -> tuple[torch.Tensor, list[tuple[Slot, int]]]:
+        """One window_hidden and one logits call over the rows of ``going`` that have masked slots."""
+        model = self.model
+        base_key = tuple((s.id, s.round) for s in going)
+        if base_key != self._base_key:
+            self._rebuild(going)
+            self._base_key, self._active_key = base_key, None
+        bound, offsets = self._base
+        active = [s.state.masked.any(1) for s in going]
+        rows = torch.cat([a.nonzero().flatten() + off for a, off in zip(active, offsets)])
+        key = tuple(rows.tolist())
+        W = max(s.state.ids.shape[1] for s in going)
+        if key != self._active_key:
+            total = offsets[-1] + going[-1].rows
+            sub = bound if len(key) == total else bound.select(rows.to(self.engine.device))
+            pos = torch.cat([_pad(s.state.pos[a], W, 0) for s, a in zip(going, active)])
+            valid = torch.cat([_pad(s.den.valid[a], W, False) for s, a in zip(going, active)])
+            self._active_key, self._active = key, (sub, pos, valid)
+        sub, pos, valid = self._active
+        ids = torch.cat([_pad(s.state.ids[a], W, model.pad_id) for s, a in zip(going, active)])
+        hidden = model.window_hidden(ids, pos, valid, sub)
+        picked, parts, at = [], [], 0
+        for s, a in zip(going, active):
+            n = int(a.sum())
+            h = hidden[at : at + n, : s.state.ids.shape[1]]
+            sel = h[s.state.masked[a]]
+            picked.append(sel)
+            parts.append((s, sel.shape[0]))
+            at += n
+        self.calls += 1
+        self.last_call = [(s.id, int(a.sum())) for s, a in zip(going, active)]
+        return model.logits(torch.cat(picked)), parts
+
+    def _rebuild(self, going: list[Slot]) -> None:
+        """The bound context for every row of ``going``: their contexts joined (padded to the longest)."""
+        t0 = time.perf_counter()
+        engine = self.engine
+        ctx = engine.context_cache.encode(self.model, [s.prepared.segments for s in going])
+        Lc = ctx.length
+        rows, cpos, offsets, at = [], [], [], 0
+        for i, s in enumerate(going):
+            rows.extend([i] * s.rows)
+            cpos.append(_pad(s.lay.ctx_pos, Lc, 0))
+            offsets.append(at)
+            at += s.rows
+        rows_t = torch.tensor(rows, dtype=torch.long, device=engine.device)
+        bound = self.model.bind_context(ctx, rows_t, torch.cat(cpos).to(engine.device))
+        self._base = (bound, offsets)
+        ms = (time.perf_counter() - t0) * 1000
+        for s in going:
+            if s.steps == 0 or s.den.step == 0:
+                s.context_ms += ms
+
+    # -- finishing ----------------------------------------------------------------------------
+
+    def _draft(self, slot: Slot, step) -> None:
+        engine, state = self.engine, slot.state
+        n = len(slot.prepared.windows)
+        texts = [engine.decode_hole(step.ids[0], state.hole[0], h) for h in range(n)]
+        slot.on_draft(Draft(step=slot.steps, texts=texts, masked=int(step.masked[0].sum())))
+
+    def _end_round(self, slot: Slot) -> bool:
+        """Finish the slot's round; True when the slot is done (its result set), False when a
+        retry round starts."""
+        engine, p, state = self.engine, slot.prepared, slot.state
+        pad_id = self.model.pad_id
+        ids, logprob, hole = state.ids.cpu(), state.logprob.float().cpu(), state.hole.cpu()
+        finisher = Finisher(engine.tokenizer, slot.syntax)
+        for r in range(slot.rows):
+            fills, score, filled = engine.decode_row(ids[r], logprob[r], hole[r], len(p.windows))
+            ran_out = [bool((ids[r][hole[r] == h] != pad_id).all()) for h in range(len(fills))]
+            finisher.take(r, 0, p.request, fills, score, filled, ran_out)
+        fills, filled = finisher.best(0)
+        total_ms = (time.perf_counter() - slot.t_start) * 1000
+        timings = Timings(tokenize_ms=p.tokenize_ms, context_ms=slot.context_ms, denoise_ms=slot.t_denoise * 1000,
+                          total_ms=total_ms, steps=int(slot.finished_at.max()) if slot.rows else 0, tokens_filled=filled,
+                          context_tokens=sum(len(s) for s in p.segments), candidates=slot.rows,
+                          constrain_ms=slot.syntax.seconds * 1000 if slot.syntax is not None else 0.0)
+        result = FillResult(fills=as_result(fills, p.indents, p.shape.opener), timings=timings, model=engine.model_id)
+        if slot.round == 1 and slot.scaffold is None and needs_retry(p, result, slot.cancel):
+            slot.first = result
+            request = slot.request
+            shape = hooks_for(request.language).strict(p.shape)
+            self._start_round(slot, engine.prepare(strict_request(request, shape), shape))
+            return False
+        if slot.first is not None:
+            result = merge_retry(slot.first, result)
+        if slot.scaffold is not None:
+            before, split = slot.scaffold
+            result = join_scaffold(before.request, before.indents[0], split[0], result)
+        slot.result = result
+        return True
+
+
+def _pad(t: torch.Tensor, width: int, value) -> torch.Tensor:
+    """``t`` [R, w] padded on the right to [R, width] with ``value``."""
+    if t.shape[1] == width:
+        return t
+    out = torch.full((t.shape[0], width), value, dtype=t.dtype, device=t.device)
+    out[:, : t.shape[1]] = t
+    return out

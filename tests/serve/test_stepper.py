@@ -1,0 +1,75 @@
+"""The step-level engine API (infill/engine/stepper.py): requests join and leave a running batch."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from infill.engine.stepper import Stepper
+from infill.errors import Cancelled
+from infill.protocol import FillRequest, Hole, SamplingOptions
+
+CODE = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    "
+
+
+def req(text=CODE, n=8, language="python", **opts) -> FillRequest:
+    return FillRequest(text=text, holes=[Hole(len(text), len(text), n)], language=language,
+                       options=SamplingOptions(**opts))
+
+
+def drain(stepper, limit=500):
+    done = []
+    for _ in range(limit):
+        if not stepper.slots:
+            return done
+        done.extend(stepper.step())
+    raise AssertionError("the stepper did not finish")
+
+
+@pytest.mark.parametrize("language", ["python", None])
+def test_one_request_alone_fills_as_the_engine_does(tiny_engine, language):
+    r = req(language=language)
+    want = tiny_engine.fill(r)
+    st = Stepper(tiny_engine)
+    slot = st.add(r)
+    drain(st)
+    assert slot.error is None
+    assert [f.text for f in slot.result.fills] == [f.text for f in want.fills]
+
+
+def test_requests_join_a_running_batch_and_leave_when_done(tiny_engine):
+    st = Stepper(tiny_engine)
+    a = st.add(req(n=16, steps=8))
+    st.step()
+    assert st.last_call == [(a.id, a.rows)]
+    two_holes = "x = 1\n\ny = 2\n"
+    b = st.add(FillRequest(text=two_holes, holes=[Hole(5, 5, 4), Hole(12, 12, 6)], options=SamplingOptions(steps=2)))
+    st.step()  # b's rows joined a's running batch: one model call over both
+    assert {sid for sid, _ in st.last_call} == {a.id, b.id}
+    done = drain(st)
+    assert b in done and a in done and not st.slots
+    assert len(b.result.fills) == 2 and len(a.result.fills) == 1
+
+
+def test_cancel_takes_effect_at_the_next_step_and_rows_leave(tiny_engine):
+    st = Stepper(tiny_engine)
+    flag = threading.Event()
+    a = st.add(req(n=16, steps=8), cancel=flag)
+    b = st.add(req(n=16, steps=8, seed=1, temperature=0.5))
+    st.step()
+    flag.set()
+    done = st.step()
+    assert a in done and isinstance(a.error, Cancelled)
+    assert [sid for sid, _ in st.last_call] == [b.id]
+    drain(st)
+    assert b.result is not None and st.live_rows == 0
+
+
+def test_drafts_every_n_steps(tiny_engine):
+    st = Stepper(tiny_engine)
+    drafts = []
+    st.add(req(n=16, steps=8, constrained=False), on_draft=drafts.append, draft_every=2)
+    drain(st)
+    assert [d.step for d in drafts] == [2, 4, 6]
+    assert all(len(d.texts) == 1 for d in drafts)
