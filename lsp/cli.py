@@ -56,7 +56,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"infill lsp: error: binding {address[0]} (not loopback) needs --token", file=sys.stderr)
         return 2
     loader = functools.partial(load_engine, precision=getattr(args, "precision", "auto"),
-                               threads=getattr(args, "threads", None))
+                               threads=getattr(args, "threads", None), cache_mode=getattr(args, "cache_mode", "exact"))
     model = getattr(args, "model", None)
     server = create_server(model=str(model) if model else None, device=getattr(args, "device", None),
                            token=args.token if args.tcp else None, loader=loader)

@@ -360,8 +360,9 @@ def run_speed(engine, *, quick: bool = False, sections: Sequence[str] = SECTIONS
 
     import torch
 
-    cfg = engine.model.cfg
-    dtype = next(engine.model.parameters()).dtype
+    model = engine.model
+    cfg = getattr(model, "cfg", None)  # our network's config: its FLOP and byte floors; other models have none
+    dtype = model.dtype
     device = engine.device
     notes: list[str] = []
     if gpu is None and device.type == "cuda":
@@ -369,8 +370,8 @@ def run_speed(engine, *, quick: bool = False, sections: Sequence[str] = SECTIONS
     cases = _plan(sections, contexts, windows, sweep_window, sweep_context, batch_sizes, concurrency, thresholds,
                   options, quality)
     for c in sorted({c.context for c in cases}):
-        if c > cfg.max_context:
-            notes.append(f"context {c} exceeds the model's trained context ({cfg.max_context}): "
+        if c > model.max_context:
+            notes.append(f"context {c} exceeds the model's trained context ({model.max_context}): "
                          f"EngineConfig(context_tokens={c}) set explicitly (positions beyond training)")
     if any(c.extra.get("emulated") for c in cases):
         notes.append("1/step (emulated) is steps=W in confidence order: the sampler has no left-to-right "
@@ -408,10 +409,10 @@ def run_speed(engine, *, quick: bool = False, sections: Sequence[str] = SECTIONS
             per_request = row["mean_steps"], row["mean_context_tokens"], max(r["candidates"] for r in records)
             steps_, ctx_, rows_ = per_request
             n_req = case.size if case.kind != "single" else 1
-            flops = n_req * fill_flops(cfg, round(ctx_), case.window, round(rows_), steps_)
+            flops = n_req * fill_flops(cfg, round(ctx_), case.window, round(rows_), steps_) if cfg is not None else None
             row["flops"] = flops
-            row["achieved_flops_per_s"] = flops / (row["mean_ms"] / 1000)
-            if gpu:
+            row["achieved_flops_per_s"] = flops / (row["mean_ms"] / 1000) if flops else None
+            if gpu and flops:
                 bytes_ = n_req * fill_bytes(cfg, round(ctx_), case.window, round(rows_), steps_, dtype.itemsize)
                 row["floor_ms"] = flops / gpu["bf16_matmul_flops"] * 1000
                 row["floor_bw_ms"] = bytes_ / gpu["copy_bytes_per_s"] * 1000
@@ -422,8 +423,8 @@ def run_speed(engine, *, quick: bool = False, sections: Sequence[str] = SECTIONS
     summary = {
         "benchmark": "speed",
         "model": engine.model_id,
-        "model_config": dataclasses.asdict(cfg),
-        "n_params": cfg.n_params(),
+        "model_config": dataclasses.asdict(cfg) if cfg is not None else None,
+        "n_params": model.n_params,
         "device": str(device),
         "dtype": str(dtype).removeprefix("torch."),
         "gpu": gpu,
