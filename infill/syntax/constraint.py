@@ -438,7 +438,7 @@ class SyntaxConstraint:
 def for_chunk(requests: list[FillRequest], rows: list[int], hole: torch.Tensor, tokenizer, pad_id: int, mask_id: int,
               shapes: list[Shape] | None = None) -> SyntaxConstraint | None:
     """The constraint for an engine chunk: ``rows[r]`` is the request index of row r;
-    ``shapes[i]`` is request i's (see RequestCheck; none: what the language's hooks give no shape).
+    ``shapes[i]`` is request i's (see RequestCheck; without ``shapes``, each request's language hooks' ``no_shape``).
 
     None when no request in the chunk is constrained and has a usable grammar.
     """
