@@ -1,0 +1,1 @@
+"""``infill serve``: one engine shared by many editors over a websocket (protocol, batcher, server, client)."""
