@@ -109,8 +109,27 @@ def sampling_options(args: argparse.Namespace):
     )
 
 
-def load_engine(args: argparse.Namespace):
-    """The engine the model options describe (imports torch)."""
+def add_engine_option(p) -> None:
+    """--engine ws://HOST:PORT and --engine-token: a running ``infill serve`` instead of a local model."""
+    p.add_argument("--engine", metavar="ws://HOST:PORT", default=None,
+                   help="use a running `infill serve` instead of loading a model (model options are the server's)")
+    p.add_argument("--engine-token", metavar="TOKEN", default=None, help="the token of the --engine server, if it has one")
+
+
+def load_engine(args: argparse.Namespace, priority: str = "interactive"):
+    """The engine the model options describe (imports torch), or with ``--engine`` a client of
+    that server (infill/serve/client.py: the same fill_batch; its requests have ``priority``)."""
+    if getattr(args, "engine", None):
+        from infill.serve.client import EngineClient
+
+        try:
+            client = EngineClient(args.engine, token=getattr(args, "engine_token", None), priority=priority)
+        except ValueError as e:
+            raise InputError(f"--engine {e}") from None
+        if not client.connected.is_set():
+            client.close()
+            raise InputError(f"--engine {args.engine}: the engine server is unreachable")
+        return client
     from infill.engine.fill import DEFAULT_MODEL_DIR, Engine, EngineConfig
 
     model_dir = args.model if args.model is not None else DEFAULT_MODEL_DIR

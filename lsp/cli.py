@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-origin", metavar="ORIGIN", action="append", default=[],
                         help="a browser Origin allowed to open the websocket (repeatable; none by default)")
     parser.add_argument("--log-file", metavar="PATH", help="write the server's log here instead of stderr")
+    parser.add_argument("--engine", metavar="ws://HOST:PORT",
+                        help="use a running `infill serve` instead of loading a model (reconnects on its own)")
+    parser.add_argument("--engine-token", metavar="TOKEN", help="the token of the --engine server, if it has one")
 
 
 def _setup_logging(args: argparse.Namespace) -> None:
@@ -57,9 +60,23 @@ def main(args: argparse.Namespace) -> int:
         return 2
     loader = functools.partial(load_engine, precision=getattr(args, "precision", "auto"),
                                threads=getattr(args, "threads", None), cache_mode=getattr(args, "cache_mode", "exact"))
+    holder: dict = {}
+    if getattr(args, "engine", None):
+        loader = engine_client_loader(args.engine, args.engine_token, holder)
     model = getattr(args, "model", None)
     server = create_server(model=str(model) if model else None, device=getattr(args, "device", None),
                            token=args.token if args.tcp else None, loader=loader)
+    if getattr(args, "engine", None):
+        holder["server"] = server
+        load_model = server.load_model
+
+        async def load_and_remember_the_loop() -> None:  # the engine client reports from its own thread
+            import asyncio
+
+            holder["loop"] = asyncio.get_running_loop()
+            await load_model()
+
+        server.load_model = load_and_remember_the_loop
     if args.tcp:
         serve_tcp(server, *address)
     elif args.ws:
@@ -67,3 +84,32 @@ def main(args: argparse.Namespace) -> int:
     else:
         serve_stdio(server)
     return 0
+
+
+def engine_client_loader(url: str, token: str | None, holder: dict):
+    """A loader (model key -> engine) that connects to ``infill serve`` at ``url`` instead of
+    loading a model. The editor is told (window/showMessage) when the engine becomes unreachable
+    and when it is back; ``holder`` gets the language server ("server") and its event loop ("loop")."""
+
+    def on_status(kind: str, message: str) -> None:
+        from lsprotocol import types
+
+        server, loop = holder.get("server"), holder.get("loop")
+        if server is None:
+            log.warning("%s", message)
+            return
+        level = types.MessageType.Warning if kind == "down" else types.MessageType.Info
+        if loop is not None:
+            loop.call_soon_threadsafe(server.show_client, level, message)
+        else:
+            server.show_client(level, message)
+
+    def load(_key):
+        from infill.serve.client import EngineClient
+
+        engine = holder.get("engine")
+        if engine is None:
+            engine = holder["engine"] = EngineClient(url, token=token, priority="interactive", on_status=on_status)
+        return engine
+
+    return load

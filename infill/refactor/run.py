@@ -44,7 +44,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from infill.args import PROG, add_sampling_arguments, int_in, load_engine, sampling_options
+from infill.args import PROG, add_engine_option, add_sampling_arguments, int_in, load_engine, sampling_options
 from infill.errors import InputError
 from infill.text.files import TMP_SUFFIX, changed_on_disk, read_text_file, replace_atomic, unified_diff
 from infill.text.holes import MAX_HOLE_TOKENS, apply_fills, line_col, match_newlines, newline_of
@@ -64,6 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("recipe", metavar="RECIPE", help=f"{', '.join(BUILTIN)}, or query (then the first PATH is the .scm file)")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files and directories")
+    add_engine_option(p)
     out = p.add_argument_group("output")
     out.add_argument("--write", "-w", action="store_true", help="apply the edits (atomically) instead of printing a diff")
     out.add_argument("--interactive", "-i", action="store_true", help="ask edit by edit (y/n/a/q), then apply")
@@ -426,7 +427,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         if jobs:
             t_load = time.perf_counter()
-            engine = load_engine(args)
+            engine = load_engine(args, priority="batch")
             load_s = time.perf_counter() - t_load
             options = sampling_options(args)
             fill_s = run_batches(args, rec, engine, options, jobs, report, write, state)
