@@ -10,7 +10,8 @@ once for ``--duration`` seconds, each over its own websocket connection:
   Enter with the next line's indentation);
 - after each keystroke it sends one fill request at the cursor (the language server's defaults:
   ``--max-tokens`` 32, constrained, the engine's candidates and steps; priority interactive) and
-  waits for the result; the next keystroke comes when the result is there, or ``--interval-ms``
+  waits for the result (the request is elastic, as the language server's inline fills are: joining
+  a busy batch it does less work, infill.lsp.scheduler.lighten; ``--rigid``: never); the next keystroke comes when the result is there, or ``--interval-ms``
   after the previous keystroke if that is later (a closed loop: an overloaded server slows its
   typists down instead of piling up requests);
 - latency is keystroke -> result (the request's send to its Result frame); requests/s counts
@@ -251,7 +252,7 @@ def run(args: argparse.Namespace) -> dict:
         "model": json.loads((resolved / "config.json").read_text()).get("name", resolved.name),
         "settings": {"editors": editors, "duration_s": args.duration, "interval_ms": args.interval_ms,
                      "warmup": args.warmup, "context_tokens": args.context_tokens, "max_tokens": args.max_tokens,
-                     "max_batch": args.max_batch, "threads": args.threads, "device": args.device, "seed": args.seed,
+                     "max_batch": args.max_batch, "elastic": not args.rigid, "threads": args.threads, "device": args.device, "seed": args.seed,
                      "server_command": cmd, "lsp": args.lsp, "lsp_keystrokes": args.lsp_keystrokes},
         "phases": phases,
         "lsp_processes": lsp,
@@ -268,7 +269,7 @@ def run(args: argparse.Namespace) -> dict:
 
 async def _run_phase(url, docs, args, interval_s):
     records: list[dict] = []
-    box = {"until": time.perf_counter() + 3600}
+    box = {"until": time.perf_counter() + 3600, "elastic": not args.rigid}
 
     async def editor(i, doc):
         await _editor_timed(url, doc, box, max_tokens=args.max_tokens, interval_s=interval_s, warmup=args.warmup,
@@ -303,7 +304,7 @@ async def _editor_timed(url: str, doc, box: dict, *, max_tokens: int, interval_s
             request = FillRequest(text=doc.text, holes=[Hole(doc.cursor, doc.cursor, max_tokens)], language="python",
                                   path=doc.uri)
             last = t0 = time.perf_counter()
-            await ws.send(wire.encode(wire.Fill(rid, request)))
+            await ws.send(wire.encode(wire.Fill(rid, request, elastic=box["elastic"])))
             while True:
                 msg = wire.decode_server(await ws.recv())
                 if isinstance(msg, (wire.Result, wire.Error)) and msg.id == rid:
@@ -337,6 +338,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-batch", type=int, default=64, help="the server's --max-batch (default 64)")
     parser.add_argument("--lsp", type=_ints, default=[], help="also run this many separate `infill lsp` processes (e.g. 1,4)")
     parser.add_argument("--lsp-keystrokes", type=int, default=30, help="timed keystrokes per editor in the --lsp runs (default 30)")
+    parser.add_argument("--rigid", action="store_true",
+                        help="full work for every request (default: elastic, as the language server's inline fills)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="output directory (default bench/results/serve-<time>)")
     parser.add_argument("--no-plot", action="store_true", help="skip serve.png (matplotlib)")

@@ -20,9 +20,12 @@ all of them one denoising step at a time with **one** model call over all their 
   contexts, holes, window widths, step counts or sampling options (each slot keeps its own
   schedule, random generators, constraint and deadline).
 
-The encoded context of the live set is rebuilt (``context_cache.encode`` — cache hits for our
-model — then ``join_segments`` and ``bind_context``) when a slot joins, leaves or starts a round,
-and narrowed with ``Bound.select`` when only some rows finish, as the sampler's ActiveRows does.
+Each round binds its request's context once (``context_cache.encode``, ``bind_context``); when a
+slot joins, leaves or starts a round, the live set's bound context is the slots' joined
+(``Bound.join`` where the model's bound contexts have it, as ours do: a copy, padded to the longest
+context, with room for the windows; otherwise every live context is encoded, joined and bound
+again through the seam), and it is narrowed with ``Bound.select`` when only some rows finish, as
+the sampler's ActiveRows does.
 
 Everything of a request lives in its Slot (state per request, nothing shared but the model and
 the context cache), so a replica can be wrapped (e.g. by a Ray Serve deployment) unchanged.
@@ -66,6 +69,7 @@ class Slot:
     den: Denoiser | None = None
     syntax: object = None
     finished_at: torch.Tensor | None = None
+    bound: object = None  # its context bound to its rows, where the model's bound contexts can be joined
     # across rounds
     scaffold: tuple | None = None  # (the request as prepared before the split, the split)
     first: FillResult | None = None  # the first round's result while a retry runs
@@ -93,6 +97,7 @@ class Stepper:
         self._base = None  # (bound context over all rows of those slots, row offset of each)
         self._active_key: tuple | None = None
         self._active = None  # (bound context, pos, valid) of the rows of the last model call
+        self._join = None  # the model's Bound.join (rows of several bound contexts as one), False: it has none
         self.calls = 0  # model calls so far
         self.last_call: list[tuple[int, int]] = []  # (slot id, rows) in the last model call
 
@@ -143,6 +148,16 @@ class Stepper:
         slot.prepared, slot.lay, slot.state, slot.syntax = p, lay, state, syntax
         slot.den = Denoiser(model, state, schedule, gens, syntax or NoConstraint(), deadline, row_steps)
         slot.finished_at = torch.zeros(len(lay.rows), dtype=torch.long)
+        slot.bound = None
+        if self._join is not False:  # bind its context once now; joining the live set is then a copy
+            t0 = time.perf_counter()
+            ctx = engine.context_cache.encode(model, [p.segments])
+            rows = torch.zeros(len(lay.rows), dtype=torch.long, device=dev)
+            slot.bound = model.bind_context(ctx, rows, _pad(lay.ctx_pos, ctx.length, 0).to(dev))
+            self._join = getattr(type(slot.bound), "join", None) or False
+            if self._join is False:
+                slot.bound = None
+            slot.context_ms += (time.perf_counter() - t0) * 1000
 
     # -- one step -----------------------------------------------------------------------------
 
@@ -168,7 +183,8 @@ class Stepper:
                 out.append(slot)
             else:
                 going.append(slot)
-        if not going:
+        if not going:  # an idle stepper keeps no context alive
+            self._base_key = self._base = self._active_key = self._active = None
             return out
         t0 = time.perf_counter()
         try:
@@ -231,8 +247,16 @@ class Stepper:
 
     def _rebuild(self, going: list[Slot]) -> None:
         """The bound context for every row of ``going``: their contexts joined (padded to the longest)."""
-        t0 = time.perf_counter()
         engine = self.engine
+        offsets, at = [], 0
+        for s in going:
+            offsets.append(at)
+            at += s.rows
+        if self._join and all(s.bound is not None for s in going):
+            width = max(s.state.ids.shape[1] for s in going)
+            self._base = (self._join([s.bound for s in going], width), offsets)
+            return
+        t0 = time.perf_counter()
         ctx = engine.context_cache.encode(self.model, [s.prepared.segments for s in going])
         Lc = ctx.length
         rows, cpos, offsets, at = [], [], [], 0

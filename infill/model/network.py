@@ -163,6 +163,32 @@ class BoundContext:
         return BoundContext([k.index_select(0, rows) for k in self.keys], [v.index_select(0, rows) for v in self.values],
                             self.valid.index_select(0, rows))
 
+    @staticmethod
+    def join(parts: list["BoundContext"], width: int = 0) -> "BoundContext":
+        """The rows of several bound contexts as one, each context padded to the longest (its padding
+        not valid), with room for ``width`` window slots already made (infill/engine/stepper.py)."""
+        lc = max(p.valid.shape[1] for p in parts)
+        R = sum(p.valid.shape[0] for p in parts)
+
+        def cat(tensors: list[torch.Tensor]) -> torch.Tensor:
+            t0 = tensors[0]
+            out = t0.new_zeros(R, t0.shape[1], lc + width, t0.shape[3])
+            at = 0
+            for p, t in zip(parts, tensors):
+                n, n_lc = t.shape[0], p.valid.shape[1]
+                out[at : at + n, :, :n_lc] = t[:, :, :n_lc]
+                at += n
+            return out
+
+        keys = [cat([p.keys[i] for p in parts]) for i in range(len(parts[0].keys))]
+        values = [cat([p.values[i] for p in parts]) for i in range(len(parts[0].values))]
+        valid = parts[0].valid.new_zeros(R, lc)
+        at = 0
+        for p in parts:
+            valid[at : at + p.valid.shape[0], : p.valid.shape[1]] = p.valid
+            at += p.valid.shape[0]
+        return BoundContext(keys, values, valid)
+
     def make_room(self, width: int) -> None:
         """Append room for ``width`` window slots to every layer's keys and values (once)."""
         n = self.valid.shape[1] + width

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from infill.errors import Cancelled, InfillError, RequestError
+from infill.lsp.scheduler import lighten
 from infill.protocol import Draft, FillRequest, FillResult
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ class Ticket:
     emit: Callable[[str, Any], None]  # ("draft", Draft) | ("result", FillResult) | ("error", Exception)
     priority: int = 0
     draft_every: int = 0
+    elastic: bool = False  # lightened by the batch's size when it joins (infill.lsp.scheduler.lighten)
     seq: int = 0
     submitted: float = field(default_factory=time.perf_counter)
     cancelled: threading.Event = field(default_factory=threading.Event)
@@ -84,13 +86,13 @@ class Batcher:
     # -- clients' side (any thread) ---------------------------------------------------------
 
     def submit(self, request: FillRequest, emit: Callable[[str, Any], None], priority: str = "interactive",
-               draft_every: int = 0) -> Ticket:
+               draft_every: int = 0, elastic: bool = False) -> Ticket:
         with self._lock:
             if self._draining or not self._running:
                 raise ShuttingDown("the server is shutting down")
             if len(self._queue) >= self.max_queue:
                 raise Busy(f"the server is busy: {len(self._queue)} requests are queued (at most {self.max_queue}); try again")
-            t = Ticket(request, emit, PRIORITY.get(priority, 0), max(0, draft_every), next(self._seq))
+            t = Ticket(request, emit, PRIORITY.get(priority, 0), max(0, draft_every), elastic, next(self._seq))
             heapq.heappush(self._queue, (t.priority, t.seq, t))
             self.metrics.queue_depth(len(self._queue))
             self._lock.notify()
@@ -156,8 +158,12 @@ class Batcher:
                 def on_draft(d: Draft, t=t) -> None:
                     if not t.finished:
                         t.emit("draft", d)
+            request = t.request
+            if t.elastic and self.stepper.slots:  # a busy batch: do less (as the language server does)
+                engine = self.stepper.engine
+                request = lighten(request, len(self.stepper.slots) + 1, engine.config.candidates, engine.default_steps)
             try:
-                slot = self.stepper.add(t.request, cancel=t, on_draft=on_draft, draft_every=t.draft_every)
+                slot = self.stepper.add(request, cancel=t, on_draft=on_draft, draft_every=t.draft_every)
             except RequestError as e:
                 self._finish(t, "error", e)
                 continue

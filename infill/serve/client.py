@@ -47,6 +47,7 @@ class EngineClient:
         if parts.scheme not in ("ws", "wss") or not parts.hostname:
             raise ValueError(f"{url}: expected ws://HOST:PORT")
         self.url, self.token, self.priority = url, token, priority
+        self.elastic = priority == "interactive"  # keystroke fills may do less in a busy batch, as in-process ones do
         self.on_status = on_status
         self.backoff_max_s = backoff_max_s
         self.model_id = "(engine server)"
@@ -84,7 +85,8 @@ class EngineClient:
             rid = next(self._ids)
             fut: Future = Future()
             self._pending[rid] = (fut, on_draft if i == 0 else None)
-            msg = wire.Fill(rid, r, self.priority, drafts if (on_draft is not None and i == 0) else 0)
+            msg = wire.Fill(rid, r, self.priority, drafts if (on_draft is not None and i == 0) else 0,
+                            elastic=self.elastic)
             asyncio.run_coroutine_threadsafe(self._send(msg, rid), self._loop)
             ids.append(rid)
             futures.append(fut)

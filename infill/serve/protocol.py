@@ -41,6 +41,8 @@ class Fill(msgspec.Struct, tag="fill", tag_field="type", forbid_unknown_fields=T
     request: FillRequest
     priority: Priority = "interactive"  # interactive (a keystroke) goes ahead of batch work (a refactor)
     drafts: int = 0  # a DraftFrame every this many denoising steps; 0: none
+    elastic: bool = False  # may do less work when it joins a busy batch (fewer candidates, then steps; as the
+    # language server's inline fills: infill.lsp.scheduler.lighten)
     v: int = VERSION
 
 

@@ -255,7 +255,7 @@ class InfillServe:
                 pass
 
         try:
-            t = self.batcher.submit(msg.request, emit, msg.priority, msg.drafts)
+            t = self.batcher.submit(msg.request, emit, msg.priority, msg.drafts, msg.elastic)
         except Busy as e:
             conn.send(wire.Error(msg.id, wire.BUSY, str(e)))
             return

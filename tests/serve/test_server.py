@@ -283,6 +283,8 @@ def test_a_thousand_requests_with_random_cancels(server):
     kinds = {type(m).__name__ if isinstance(m, wire.Result) else m.code for m in outcomes.values()}
     assert kinds <= {"Result", wire.CANCELLED}, kinds
     assert idle(srv) and not srv.serve.batcher.stepper.slots and not srv.serve.batcher._slots
+    time.sleep(0.1)
+    assert srv.serve.batcher.stepper._base is None  # no encoded context kept alive either
     assert time.monotonic() - t0 < 240
 
 
@@ -355,3 +357,21 @@ def test_the_engine_client_reconnects_and_says_so(server, tiny_engine):
         assert client.fill(request).fills
     finally:
         client.close()
+
+
+def test_an_elastic_request_does_less_in_a_busy_batch(server):
+    srv = server()
+    with open_client(srv) as ws:
+        ws.send(wire.encode(fill(1, n=64, steps=64)))
+        end = time.monotonic() + 10
+        while not srv.serve.batcher.live and time.monotonic() < end:
+            time.sleep(0.005)
+        rigid, elastic = fill(2), fill(3)
+        ws.send(wire.encode(rigid))
+        ws.send(wire.encode(msgspec.structs.replace(elastic, elastic=True)))
+        results = {}
+        while len(results) < 3:
+            m = wire.decode_server(ws.recv(timeout=30))
+            results[m.id] = m
+    assert results[2].result.timings.candidates == 2  # the engine's default
+    assert results[3].result.timings.candidates == 1  # lightened: it joined a busy batch
