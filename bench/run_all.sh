@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Re-runs the benchmarks whose results BENCHMARKS.md summarises (CPU; about 45 minutes on 2 cores).
+# Re-runs the benchmarks whose results BENCHMARKS.md summarises (CPU; about 75 minutes on 2 idle cores).
 # Usage: bench/run_all.sh [extra model options, e.g. --model DIR --threads 2]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,3 +31,10 @@ STDLIB=$("${PYTHON:-.venv/bin/python}" -c 'import sysconfig; print(sysconfig.get
 "$INFILL" bench validity python --sources "$STDLIB" --holes 400 --max-tokens 32 --seed 1 --out $R/validity-python-stdlib "$@"
 "$INFILL" bench validity python --sources "$STDLIB" --holes 200 --kinds inside --seed 1 --out $R/validity-python-inside "$@"
 "$INFILL" bench validity python --sources "$STDLIB" --holes 200 --kinds string --seed 1 --out $R/validity-python-string "$@"
+# The fresh-sample sweep (issue 25 step 8): every language of grammars/languages.toml, holes of every kind
+# (block: 2-6 whole lines), seeds never tuned on (7, 11), sources from bench/fetch_validity_sources.sh
+# (Python: PyPI packages outside the training corpus).
+for seed in 7 11; do
+    "$INFILL" bench validity python javascript typescript tsx go rust java c cpp --sources bench/sources --holes 40 \
+        --kinds line,rest,inside,string,block --seed $seed --out $R/validity-fresh-s$seed "$@"
+done
