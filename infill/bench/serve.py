@@ -9,7 +9,8 @@ once for ``--duration`` seconds, each over its own websocket connection:
   around the cursor, the cursor on an indented, empty line; each keystroke is one character, or
   Enter with the next line's indentation);
 - after each keystroke it sends one fill request at the cursor (the language server's defaults:
-  ``--max-tokens`` 32, constrained, the engine's candidates and steps; priority interactive) and
+  ``--max-tokens`` 32, constrained, no retry round, the engine's candidates and steps; priority
+  interactive) and
   waits for the result (the request is elastic, as the language server's inline fills are: joining
   a busy batch it does less work, infill.lsp.scheduler.lighten; ``--rigid``: never); the next keystroke comes when the result is there, or ``--interval-ms``
   after the previous keystroke if that is later (a closed loop: an overloaded server slows its
@@ -45,7 +46,9 @@ from pathlib import Path
 
 from infill.bench.quality import DEFAULT_OUT_ROOT, machine_info, write_results
 from infill.errors import InputError
+from infill.protocol import SamplingOptions
 
+LSP_OPTIONS = SamplingOptions(retry=False)  # the language server's keystroke fills (lsp/options.py: no retry round)
 TARGET_RATIO_16 = 2.0  # 16 editors' p95 within 2x one editor's (issue 27)
 
 
@@ -302,7 +305,7 @@ async def _editor_timed(url: str, doc, box: dict, *, max_tokens: int, interval_s
             doc.type_next()
             rid += 1
             request = FillRequest(text=doc.text, holes=[Hole(doc.cursor, doc.cursor, max_tokens)], language="python",
-                                  path=doc.uri)
+                                  path=doc.uri, options=LSP_OPTIONS)
             last = t0 = time.perf_counter()
             await ws.send(wire.encode(wire.Fill(rid, request, elastic=box["elastic"])))
             while True:
