@@ -189,7 +189,7 @@ def plot(summary: dict, path: Path) -> None:
     lines2 = b2.get_legend_handles_labels()
     b.legend(lines[0] + lines2[0], lines[1] + lines2[1], fontsize=8, loc="upper left")
     m = summary["machine"]
-    fig.suptitle(f"infill serve, {summary['model']}, {m.get('cpu_count')}-core {m.get('torch')}, "
+    fig.suptitle(f"infill serve, {summary['model']}, {m.get('cpu_count')}-core CPU, torch {m.get('torch')}, "
                  f"{summary['settings']['duration_s']:.0f} s per point", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
