@@ -58,6 +58,16 @@ def _end_session(server) -> None:
     server.protocol.reset()
 
 
+def _run_until_stopped(server, main) -> None:
+    """Run the coroutine function ``main`` until it ends or Ctrl-C, then stop the server's worker."""
+    try:
+        asyncio.run(main())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        pass
+    finally:
+        server.scheduler.shutdown()
+
+
 def serve_stdio(server, stdin=None, stdout=None) -> None:
     """pygls' ``start_io`` with our frame reader (pygls' reads unbounded, and never resynchronises)."""
     server._stop_event = stop = threading.Event()  # pygls' shutdown() sets it
@@ -103,12 +113,7 @@ def serve_tcp(server, host: str, port: int, ready: threading.Event | None = None
         async with srv:
             await srv.serve_forever()
 
-    try:
-        asyncio.run(main())
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        pass
-    finally:
-        server.scheduler.shutdown()
+    _run_until_stopped(server, main)
 
 
 def check_handshake(path: str, headers, allowed_origins: set[str], token: str | None) -> tuple[int, str] | None:
@@ -157,9 +162,4 @@ def serve_ws(server, host: str, port: int, allowed_origins: set[str], token: str
                 ready.set()
             await srv.serve_forever()
 
-    try:
-        asyncio.run(main())
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        pass
-    finally:
-        server.scheduler.shutdown()
+    _run_until_stopped(server, main)
