@@ -292,6 +292,9 @@ class InfillServer(LanguageServer):
         if doc.version != version or self.document(uri) is not doc or doc.source != text:
             log.debug("dropping a fill for an outdated version of %s", uri)
             return None
+        if result.fills[0].valid is False:  # a fill the engine judged not to parse is never shown
+            log.debug("dropping a fill that does not parse at %s:%d", uri, position.line + 1)
+            return None
         line_end = text.find("\n", offset)
         fill = trim_trailing_blank_line(prepared.fill_text(result.fills[0].text),
                                         text[offset:] if line_end < 0 else text[offset:line_end])
@@ -325,11 +328,12 @@ def _feedback_command(kind: str, model: str, language: str | None, chars: int) -
     return types.Command(title="infill: accepted", command=RECORD_FEEDBACK, arguments=[arg])
 
 
-def _parse_fill_args(args: Any) -> tuple[str, types.Range | None, bool]:
-    """``[{"uri", "range"?, "apply"?}]`` or ``[uri, range?]`` -> (uri, range, apply)."""
+def _parse_fill_args(args: Any) -> tuple[str, types.Range | None, bool, bool]:
+    """``[{"uri", "range"?, "apply"?, "allowInvalid"?}]`` or ``[uri, range?]`` -> (uri, range, apply, allow_invalid)."""
     first = args[0] if isinstance(args, list) and args else None
+    allow_invalid = False
     if isinstance(first, dict) and isinstance(first.get("uri"), str):
-        rng, apply = first.get("range"), first.get("apply", True)
+        rng, apply, allow_invalid = first.get("range"), first.get("apply", True), bool(first.get("allowInvalid", False))
     elif isinstance(first, str):
         rng, apply = (args[1] if len(args) > 1 else None), True
         first = {"uri": first}
@@ -339,7 +343,7 @@ def _parse_fill_args(args: Any) -> tuple[str, types.Range | None, bool]:
         from lsprotocol.converters import get_converter
 
         rng = get_converter().structure(rng, types.Range)
-    return first["uri"], rng, bool(apply)
+    return first["uri"], rng, bool(apply), allow_invalid
 
 
 def create_server(model: str | None = None, device: str | None = None, token: str | None = None, loader=load_engine) -> InfillServer:
@@ -445,7 +449,7 @@ def create_server(model: str | None = None, device: str | None = None, token: st
     @server.command(FILL_HOLES)
     async def fill_holes(ls: InfillServer, *args: Any) -> types.WorkspaceEdit | None:
         try:
-            uri, rng, apply = _parse_fill_args(list(args))
+            uri, rng, apply, allow_invalid = _parse_fill_args(list(args))
         except Exception as e:  # noqa: BLE001
             ls.log_client(types.MessageType.Warning, f"{FILL_HOLES}: {e}")
             return None
@@ -479,6 +483,10 @@ def create_server(model: str | None = None, device: str | None = None, token: st
             return None
         if doc.version != version or doc.source != text:
             ls.log_client(types.MessageType.Info, "the document changed while filling; nothing applied")
+            return None
+        bad = sum(f.valid is False for f in result.fills)
+        if bad and not allow_invalid:  # never an edit that leaves the document broken, unless asked (allowInvalid)
+            ls.show_client(types.MessageType.Warning, f"{bad} of {len(result.fills)} fills do not parse; nothing applied")
             return None
         edit = ls.fill_holes_edit(uri, sites, [prepared.fill_text(f.text) for f in result.fills], version)
         caps = ls.client_capabilities.workspace

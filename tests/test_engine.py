@@ -342,3 +342,37 @@ def test_a_fill_the_window_ended_mid_line_is_cut_with_a_line_break_where_the_tex
                            options=SamplingOptions(candidates=1, retry=False))
     monkeypatch.setattr(tiny_engine, "decode_row", lambda *a: ([Fill(text="a)) + (", score=0.0)], *real(*a)[1:]))
     assert "\n" not in tiny_engine.fill(mid_line).fills[0].text  # the text after it goes on with the line: no break
+
+
+def _result(texts, valid):
+    from infill.protocol import Fill, FillResult, Timings
+
+    return FillResult(fills=[Fill(text=t, score=-1.0, valid=valid) for t in texts], timings=Timings(), model="m")
+
+
+def test_a_cursor_completion_that_cannot_be_made_valid_stays_quiet():
+    """Issue 25 step 8: no suggestion (valid) instead of a broken one, where nothing is needed there."""
+    from infill.engine.finish import stay_quiet
+
+    text = "def f(a):\n    return a\n\n\nx = f(1)\n"
+    at = text.index("\n\n\nx") + 1
+    cursor = FillRequest(text=text, holes=[Hole(at, at, 8)], language="python")
+    quiet = stay_quiet(cursor, _result(["x = = 1"], False))
+    assert [(f.text, f.valid) for f in quiet.fills] == [("", True)]
+    kept = _result(["y = 2\n"], True)
+    assert stay_quiet(cursor, kept) is kept  # a valid fill is left alone
+
+
+def test_a_hole_that_must_be_filled_keeps_its_invalid_fill():
+    from infill.engine.finish import stay_quiet
+
+    text = "def f(a):\n    return \n"
+    at = text.index("return ") + len("return ")
+    broken = _result(["a +"], False)
+    must = FillRequest(text=text, holes=[Hole(at, at, 8, min_tokens=1)], language="python")
+    assert stay_quiet(must, broken) is broken  # an explicit hole: reported invalid, never emptied
+    needs_code = FillRequest(text="if x:\n", holes=[Hole(6, 6, 8)], language="python")
+    assert stay_quiet(needs_code, broken) is broken  # the block needs a body: empty does not parse either
+    unconstrained = FillRequest(text=text, holes=[Hole(at, at, 8)], language="python",
+                                options=SamplingOptions(constrained=False))
+    assert stay_quiet(unconstrained, broken) is broken

@@ -30,7 +30,7 @@ from infill.model.budget import budget_split, trim
 from infill.model.device import resolve_device, resolve_dtype
 from infill.model.seam import DiffusionModel, Tokenizer
 from infill.protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
-from infill.engine.finish import Finisher, as_result, join_scaffold, merge_retry, strict_request
+from infill.engine.finish import Finisher, as_result, join_scaffold, merge_retry, stay_quiet, strict_request
 from infill.decode.sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, denoise_steps
 from infill.syntax.hooks import Shape, hooks_for
 
@@ -302,6 +302,8 @@ class Engine:
                 results[i] = merge_retry(results[i], retried[i])
         for i, p in scaffolded.items():
             results[i] = join_scaffold(p.request, p.indents[0], work[i][0], results[i])
+        if constraint is None:  # after every round: a cursor completion that cannot be made valid says nothing
+            results = [stay_quiet(r, res) for r, res in zip(requests, results)]
         return results  # type: ignore[return-value]
 
     def _fill_prepared(self, prepared, members_of, results, cancel, on_draft, constraint) -> None:

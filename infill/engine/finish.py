@@ -22,6 +22,7 @@ import msgspec
 
 from infill.engine.repeats import cut_repeats
 from infill.protocol import Fill, FillRequest, FillResult
+from infill.syntax.constraint import is_valid
 from infill.syntax.hooks import Shape, hooks_for
 
 MAX_CUTS = 12  # parses spent cutting an invalid fill back to a valid prefix, longest first, at most
@@ -78,6 +79,21 @@ def join_scaffold(request: FillRequest, indent: str, scaffolded: FillRequest, re
     joined = hooks_for(request.language).join_scaffold(request, scaffolded, result)
     fill = joined.fills[0]
     return msgspec.structs.replace(joined, fills=[msgspec.structs.replace(fill, text=drop_indent(fill.text, indent))])
+
+
+def stay_quiet(request: FillRequest, result: FillResult) -> FillResult:
+    """``result``, or where a constrained request of cursor insertions (every hole empty, with no
+    minimum of tokens) got fills that do not parse and leaving every hole empty does parse, that:
+    no suggestion, which is valid, instead of a broken one. A hole that must be filled
+    (``min_tokens``), or replaces text, keeps its invalid fill, reported as such."""
+    if not request.options.constrained or all(f.valid is not False for f in result.fills):
+        return result
+    if any(h.min_tokens or h.start != h.end for h in request.holes):
+        return result
+    empty = [""] * len(request.holes)
+    if is_valid(request.language, request.text, [(h.start, h.end) for h in request.holes], empty) is not True:
+        return result
+    return msgspec.structs.replace(result, fills=[Fill(text="", score=f.score, valid=True) for f in result.fills])
 
 
 def worth(fills: list[Fill]) -> tuple[bool, bool]:

@@ -43,7 +43,7 @@ import torch
 
 from infill.decode.sampler import CancelFlag, Denoiser, NoConstraint, Windows
 from infill.engine.fill import Engine, _Layout, _Prepared, needs_retry
-from infill.engine.finish import Finisher, as_result, join_scaffold, merge_retry, strict_request
+from infill.engine.finish import Finisher, as_result, join_scaffold, merge_retry, stay_quiet, strict_request
 from infill.errors import Cancelled
 from infill.protocol import Draft, FillRequest, FillResult, Timings
 from infill.syntax import constraint as syntax_constraints
@@ -310,7 +310,7 @@ class Stepper:
         if slot.scaffold is not None:
             before, split = slot.scaffold
             result = join_scaffold(before.request, before.indents[0], split[0], result)
-        slot.result = result
+        slot.result = stay_quiet(slot.request, result)
         return True
 
 

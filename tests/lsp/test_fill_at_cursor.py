@@ -83,3 +83,22 @@ async def test_an_answer_for_a_replaced_document_is_dropped(tiny_engine):
         assert await server.fill_at_cursor(URI, types.Position(5, 7), automatic=False) is None
     finally:
         server.scheduler.shutdown()
+
+
+@pytest.mark.asyncio
+async def test_a_fill_that_does_not_parse_is_never_shown(tiny_engine):
+    """Issue 29: the language server never shows a fill the engine judged invalid."""
+    import msgspec
+
+    server = _server(tiny_engine)
+    real_fill = server.scheduler.fill
+
+    async def judged_invalid(*args, **kwargs):
+        result = await real_fill(*args, **kwargs)
+        return msgspec.structs.replace(result, fills=[msgspec.structs.replace(f, text="x +", valid=False) for f in result.fills])
+
+    server.scheduler.fill = judged_invalid
+    try:
+        assert await server.fill_at_cursor(URI, types.Position(5, 7), automatic=False) is None
+    finally:
+        server.scheduler.shutdown()
