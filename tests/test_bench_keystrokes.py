@@ -42,7 +42,9 @@ def test_with_no_context_budget_a_document_is_the_whole_file(tiny_model_dir):
 
 def test_bench_lsp_one_and_two_documents(tiny_model_dir, tiny_engine, tmp_path):
     out = tmp_path / "run"
-    summary = keystrokes.run_keystrokes(tiny_model_dir, documents=[1, 2], out_dir=out, **FAST)
+    # Unconstrained: the tiny random model's fills seldom parse, and the server never shows one that
+    # does not, while the sync check below reads the completion item the server answers with.
+    summary = keystrokes.run_keystrokes(tiny_model_dir, documents=[1, 2], out_dir=out, constrained=False, **FAST)
 
     assert [p["documents"] for p in summary["phases"]] == [1, 2]
     for p in summary["phases"]:
@@ -71,7 +73,7 @@ def test_bench_lsp_one_and_two_documents(tiny_model_dir, tiny_engine, tmp_path):
     for _ in range(5):
         doc.type_next()
     request = FillRequest(text=doc.text, holes=[Hole(doc.cursor, doc.cursor, 8)], language="python",
-                          options=SamplingOptions(steps=2), path=doc.uri)
+                          options=SamplingOptions(steps=2, constrained=False), path=doc.uri)
     expected = tiny_engine.fill(request).fills[0].text
     last = [r for r in records if r["documents"] == 1][-1]
     assert last["fill"] == (expected if expected.strip() else "")
