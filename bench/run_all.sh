@@ -36,5 +36,5 @@ STDLIB=$("${PYTHON:-.venv/bin/python}" -c 'import sysconfig; print(sysconfig.get
 # (Python: PyPI packages outside the training corpus).
 for seed in 7 11; do
     "$INFILL" bench validity python javascript typescript tsx go rust java c cpp --sources bench/sources --holes 40 \
-        --kinds line,rest,inside,string,block --seed $seed --out $R/validity-fresh-s$seed "$@"
+        --kinds line,rest,inside,string,block --seed $seed --out $R/validity-fresh-s$seed-quiet "$@"
 done
