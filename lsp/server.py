@@ -250,6 +250,16 @@ class InfillServer(LanguageServer):
 
         return self.workspace.text_documents.get(unquote(uri))
 
+    def served_document(self, uri: str, what: str = ""):
+        """The open document at ``uri`` if the model serves its language, else None: a document
+        that is not open is logged (``what``: the request's name, for the log line), another
+        language gets :meth:`serves`' one notice."""
+        doc = self.document(uri)
+        if doc is None:
+            self.log_client(types.MessageType.Warning, f"{what}{uri} is not open")
+            return None
+        return doc if self.serves(doc.language_id) else None
+
     async def run_fill(self, key, request: FillRequest, *, debounce_s: float = 0.0, cache_key=None,
                        elastic: bool = False) -> FillResult | None:
         """The worker's result, or None (cancelled, superseded, or failed: the reason is logged)."""
@@ -270,11 +280,8 @@ class InfillServer(LanguageServer):
 
         ``kind`` ("inline" or "completion") keys the fill per request kind: an inline and a
         completion request at the same place share one fill instead of cancelling each other."""
-        doc = self.document(uri)
+        doc = self.served_document(uri)
         if doc is None:
-            self.log_client(types.MessageType.Warning, f"{uri} is not open")
-            return None
-        if not self.serves(doc.language_id):
             return None
         text, version = doc.source, doc.version
         encoding = str(self.workspace.position_encoding or "utf-16")
@@ -453,11 +460,8 @@ def create_server(model: str | None = None, device: str | None = None, token: st
         except Exception as e:  # noqa: BLE001
             ls.log_client(types.MessageType.Warning, f"{FILL_HOLES}: {e}")
             return None
-        doc = ls.document(uri)
+        doc = ls.served_document(uri, f"{FILL_HOLES}: ")
         if doc is None:
-            ls.log_client(types.MessageType.Warning, f"{FILL_HOLES}: {uri} is not open")
-            return None
-        if not ls.serves(doc.language_id):
             return None
         text, version = doc.source, doc.version
         encoding = str(ls.workspace.position_encoding or "utf-16")

@@ -24,26 +24,29 @@ SOURCE = "def mean(values):\n    total = sum(values)\n    return \n"
 SECOND = "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n        self.items.\n"
 
 
+def read_messages(stream, put) -> None:
+    """Read Content-Length framed JSON-RPC messages from a language server's ``stream`` (its stdout)
+    until it ends, handing each to ``put``. A client's reader: it trusts the server's framing."""
+    while True:
+        length = None
+        while True:
+            line = stream.readline()
+            if not line:
+                return
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+            if line in (b"\r\n", b"\n") and length is not None:
+                break
+        put(json.loads(stream.read(length)))
+
+
 class _Client:
     def __init__(self, cmd: list[str], log_path: str | None = None):
         self.log = open(log_path, "ab") if log_path else subprocess.DEVNULL
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
         self.inbox: queue.Queue = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        out = self.proc.stdout
-        while True:
-            length = None
-            while True:
-                line = out.readline()
-                if not line:
-                    return
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-                if line in (b"\r\n", b"\n") and length is not None:
-                    break
-            self.inbox.put((time.perf_counter(), json.loads(out.read(length))))
+        stamped = lambda message: self.inbox.put((time.perf_counter(), message))  # noqa: E731
+        threading.Thread(target=read_messages, args=(self.proc.stdout, stamped), daemon=True).start()
 
     def send(self, message: dict) -> None:
         body = json.dumps(message).encode()

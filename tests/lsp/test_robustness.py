@@ -14,6 +14,8 @@ import time
 
 import pytest
 
+from infill.bench.startup import read_messages
+
 SERVER = [sys.executable, "-m", "infill.lsp", "--device", "cpu", "--threads", "1"]
 
 
@@ -25,21 +27,7 @@ class RawClient:
         self.proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
         self.messages: queue.Queue = queue.Queue()
         self.seen: list[dict] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        out = self.proc.stdout
-        while True:
-            length = None
-            while True:
-                line = out.readline()
-                if not line:
-                    return
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-                if line == b"\r\n" and length is not None:
-                    break
-            self.messages.put(json.loads(out.read(length)))
+        threading.Thread(target=read_messages, args=(self.proc.stdout, self.messages.put), daemon=True).start()
 
     def send_bytes(self, body: bytes, headers: bytes = b"") -> None:
         self.proc.stdin.write(headers + b"Content-Length: %d\r\n\r\n" % len(body) + body)

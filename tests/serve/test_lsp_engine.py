@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 
+from infill.bench.startup import read_messages
 from infill.serve.server import ServeConfig, ServerThread
 
 
@@ -20,21 +21,7 @@ class RawClient:
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.inbox: queue.Queue = queue.Queue()
         self._id = 0
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        out = self.proc.stdout
-        while True:
-            length = None
-            while True:
-                line = out.readline()
-                if not line:
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            self.inbox.put(json.loads(out.read(length)))
+        threading.Thread(target=read_messages, args=(self.proc.stdout, self.inbox.put), daemon=True).start()
 
     def send(self, method: str, params, request: bool = True) -> int | None:
         msg = {"jsonrpc": "2.0", "method": method, "params": params}
