@@ -173,7 +173,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     refactor = sub.add_parser("refactor", help="batch edits over many files (holes, docstrings, annotate, bodies, query)")
     _add_delegated(refactor, "infill.refactor.run", wanted=words[:1] == ["refactor"], model_options=True)
     serve = sub.add_parser("serve", help="one engine for many editors over a websocket (continuous batching)")
-    _add_delegated(serve, "infill.serve.server", wanted=words[:1] == ["serve"], model_options=True)
+    _add_delegated(serve, "infill.serve.command", wanted=words[:1] == ["serve"], model_options=True)
     bench_serve = bench_sub.add_parser("serve", help="simulated editors typing against one infill serve (latency, throughput)")
     _add_delegated(bench_serve, "infill.bench.serve", wanted=words[:2] == ["bench", "serve"], model_options=True)
     return parser

@@ -112,6 +112,11 @@ class Batcher:
     def live(self) -> int:
         return len(self.stepper.slots)
 
+    @property
+    def alive(self) -> bool:
+        """The worker thread runs (a health check asks)."""
+        return self._thread.is_alive()
+
     def drain(self, grace_s: float = 5.0) -> None:
         """Stop accepting; queued requests get a shutting-down error; running ones get ``grace_s``
         seconds to finish, then are cancelled with that error; the worker stops."""
@@ -161,7 +166,7 @@ class Batcher:
             request = t.request
             if t.elastic and self.stepper.slots:  # a busy batch: do less (as the language server does)
                 engine = self.stepper.engine
-                request = lighten(request, len(self.stepper.slots) + 1, engine.config.candidates, engine.default_steps)
+                request = lighten(request, len(self.stepper.slots) + 1, engine.default_candidates, engine.default_steps)
             try:
                 slot = self.stepper.add(request, cancel=t, on_draft=on_draft, draft_every=t.draft_every)
             except RequestError as e:

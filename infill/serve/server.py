@@ -94,6 +94,8 @@ class PromMetrics(Metrics):
 
 
 def error_code(e: Exception) -> str:
+    if isinstance(e, Busy):
+        return wire.BUSY
     if isinstance(e, Cancelled):
         return wire.CANCELLED
     if isinstance(e, ShuttingDown):
@@ -158,11 +160,16 @@ class _Connection:
 
 
 class InfillServe:
-    def __init__(self, engine, config: ServeConfig = ServeConfig()):
+    """The websocket front. ``batcher`` and ``metrics`` default to a Batcher over ``engine`` and
+    its PromMetrics; ``infill serve --ray`` (infill/serve/ray_front.py) passes its own: a dispatcher
+    with the Batcher's submit/cancel/queued/live/drain that forwards to Ray Serve replicas, and
+    figures with ``text()``. ``engine`` then only names the model (``model_id``, ``model.languages``)."""
+
+    def __init__(self, engine, config: ServeConfig = ServeConfig(), batcher=None, metrics=None):
         self.engine = engine
         self.config = config
-        self.metrics = PromMetrics()
-        self.batcher = Batcher(engine, config.max_batch, config.max_queue, self.metrics)
+        self.metrics = metrics if metrics is not None else PromMetrics()
+        self.batcher = batcher if batcher is not None else Batcher(engine, config.max_batch, config.max_queue, self.metrics)
         self.connections: set[_Connection] = set()
         self.started = time.time()
         self._server = None
@@ -291,10 +298,11 @@ class InfillServe:
 
 
 class ServerThread:
-    """An InfillServe on its own thread and event loop (tests, benchmarks)."""
+    """An InfillServe on its own thread and event loop (tests, benchmarks); ``serve``: an already
+    built front (anything with InfillServe's ``run(stop, ready)``, ``config`` and ``port``)."""
 
-    def __init__(self, engine, config: ServeConfig | None = None):
-        self.serve = InfillServe(engine, config or ServeConfig(port=0))
+    def __init__(self, engine, config: ServeConfig | None = None, serve=None):
+        self.serve = serve if serve is not None else InfillServe(engine, config or ServeConfig(port=0))
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
