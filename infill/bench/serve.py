@@ -86,13 +86,21 @@ def start_server(cmd: list[str], log_path: Path, timeout_s: float = 600) -> tupl
 
 
 def scrape(url: str) -> dict[str, float]:
+    """Every sample of the server's /metrics; a labelled one is also summed under its bare name
+    (``infill serve --ray`` labels each replica's figures with ``replica``)."""
     http = url.replace("ws://", "http://").rstrip("/") + "/metrics"
     text = urllib.request.urlopen(http, timeout=30).read().decode()
-    out = {}
+    out: dict[str, float] = {}
+    summed: dict[str, float] = {}
     for line in text.splitlines():
         if line and not line.startswith("#"):
             name, _, value = line.rpartition(" ")
             out[name] = float(value)
+            if "{" in name:
+                bare = name.split("{", 1)[0]
+                summed[bare] = summed.get(bare, 0.0) + float(value)
+    for bare, value in summed.items():
+        out.setdefault(bare, value)
     return out
 
 
@@ -212,6 +220,8 @@ def run(args: argparse.Namespace) -> dict:
         cmd += ["--model", str(args.model)]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
+    if args.ray_replicas:
+        cmd += ["--ray", "--replicas", str(args.ray_replicas), "--cpus-per-replica", str(args.ray_cpus_per_replica)]
     proc, url = start_server(cmd, out / "server.log")
     interval_s = args.interval_ms / 1000
     keys = int(args.duration * 1000 / max(args.interval_ms, 50)) + args.warmup + 10
@@ -256,7 +266,7 @@ def run(args: argparse.Namespace) -> dict:
         "settings": {"editors": editors, "duration_s": args.duration, "interval_ms": args.interval_ms,
                      "warmup": args.warmup, "context_tokens": args.context_tokens, "max_tokens": args.max_tokens,
                      "max_batch": args.max_batch, "elastic": not args.rigid, "threads": args.threads, "device": args.device, "seed": args.seed,
-                     "server_command": cmd, "lsp": args.lsp, "lsp_keystrokes": args.lsp_keystrokes},
+                     "server_command": cmd, "ray_replicas": args.ray_replicas, "lsp": args.lsp, "lsp_keystrokes": args.lsp_keystrokes},
         "phases": phases,
         "lsp_processes": lsp,
         "targets": targets,
@@ -343,6 +353,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lsp-keystrokes", type=int, default=30, help="timed keystrokes per editor in the --lsp runs (default 30)")
     parser.add_argument("--rigid", action="store_true",
                         help="full work for every request (default: elastic, as the language server's inline fills)")
+    parser.add_argument("--ray-replicas", type=int, default=0,
+                        help="serve through this many engine replicas on Ray Serve (infill serve --ray; needs infill[ray]); 0: one engine")
+    parser.add_argument("--ray-cpus-per-replica", type=float, default=1.0, help="with --ray-replicas: CPUs reserved per replica (default 1)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="output directory (default bench/results/serve-<time>)")
     parser.add_argument("--no-plot", action="store_true", help="skip serve.png (matplotlib)")

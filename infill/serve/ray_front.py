@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import signal
 import sys
 import threading
 import time
@@ -35,7 +34,7 @@ from types import SimpleNamespace
 
 from infill.errors import Cancelled, InfillError
 from infill.serve.batcher import Busy, ShuttingDown
-from infill.serve.server import InfillServe, ServeConfig
+from infill.serve.server import InfillServe, ServeConfig, config_from_args, run_until_signalled
 
 log = logging.getLogger(__name__)
 
@@ -409,8 +408,7 @@ def main(args: argparse.Namespace) -> int:
 
     opts = RayOptions(replicas=args.replicas or 1, autoscale=args.autoscale, gpus_per_replica=args.gpus_per_replica,
                       cpus_per_replica=args.cpus_per_replica, address=args.address, retries=args.retries)
-    config = ServeConfig(args.host, args.port, args.token, set(args.allow_origin), args.max_batch, args.max_queue,
-                         args.max_in_flight, args.max_frame, grace_s=args.grace)
+    config = config_from_args(args)
     if args.model is not None and not Path(args.model).is_dir():
         print(f"infill serve: error: --model {args.model}: no such directory", file=sys.stderr)
         return 2
@@ -423,23 +421,12 @@ def main(args: argparse.Namespace) -> int:
             ray.shutdown()
         return 1
 
-    async def run() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        ready = threading.Event()
-        task = asyncio.ensure_future(front.run(stop, ready))
-        while not ready.is_set() and not task.done():
-            await asyncio.sleep(0.01)
-        if ready.is_set():
-            count = f"{opts.autoscale[0]}..{opts.autoscale[1]}" if opts.autoscale else str(opts.replicas)
-            print(f"infill serve: {front.info['model']} on ws://{config.host}:{front.port} "
-                  f"({count} Ray Serve replicas)", file=sys.stderr, flush=True)
-        await task
+    def banner() -> str:
+        count = f"{opts.autoscale[0]}..{opts.autoscale[1]}" if opts.autoscale else str(opts.replicas)
+        return f"infill serve: {front.info['model']} on ws://{config.host}:{front.port} ({count} Ray Serve replicas)"
 
     try:
-        asyncio.run(run())
+        run_until_signalled(front, banner)
     finally:
         front.delete()
         if started:

@@ -356,9 +356,20 @@ def main(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log.setLevel(logging.INFO)
     engine = load_engine(args)
-    config = ServeConfig(args.host, args.port, args.token, set(args.allow_origin), args.max_batch, args.max_queue,
-                         args.max_in_flight, args.max_frame, grace_s=args.grace)
+    config = config_from_args(args)
     server = InfillServe(engine, config)
+    run_until_signalled(server, lambda: f"infill serve: {engine.model_id} on ws://{config.host}:{server.port}")
+    return 0
+
+
+def config_from_args(args: argparse.Namespace) -> ServeConfig:
+    return ServeConfig(args.host, args.port, args.token, set(args.allow_origin), args.max_batch, args.max_queue,
+                       args.max_in_flight, args.max_frame, grace_s=args.grace)
+
+
+def run_until_signalled(front, banner) -> None:
+    """Serve ``front`` (an InfillServe, or anything with its ``run(stop, ready)``) until SIGTERM or
+    SIGINT; once it listens, print ``banner()`` on stderr (the line benchmarks and tests wait for)."""
 
     async def run() -> None:
         stop = asyncio.Event()
@@ -366,12 +377,11 @@ def main(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         ready = threading.Event()
-        task = asyncio.ensure_future(server.run(stop, ready))
+        task = asyncio.ensure_future(front.run(stop, ready))
         while not ready.is_set() and not task.done():
             await asyncio.sleep(0.01)
         if ready.is_set():
-            print(f"infill serve: {engine.model_id} on ws://{config.host}:{server.port}", file=sys.stderr, flush=True)
+            print(banner(), file=sys.stderr, flush=True)
         await task
 
     asyncio.run(run())
-    return 0
