@@ -167,6 +167,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     _add_delegated(lsp_bench, "infill.bench.keystrokes", wanted=words[:2] == ["bench", "lsp"], model_options=True)
     card = sub.add_parser("card", help="write a model's MODEL_CARD.md from its training facts and benchmark results")
     _add_delegated(card, "infill.train.model_card", wanted=words[:1] == ["card"], model_options=False)
+    imp = sub.add_parser("import-gguf", help="a pretrained causal Llama network from a GGUF file, as a model directory")
+    _add_delegated(imp, "infill.train.import_gguf", wanted=words[:1] == ["import-gguf"], model_options=False)
     langs = sub.add_parser("languages", help="the languages infill knows (grammars/languages.toml)")
     langs.add_argument("--json", action="store_true", help="one JSON object: name -> LSP ids and extensions")
     langs.set_defaults(handler=run_languages)

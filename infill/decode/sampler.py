@@ -11,6 +11,7 @@ side by side), either a fixed number per step (spread so that the fill takes ``s
 every slot above a confidence threshold (at least one per row). A hole whose slots the
 constraint all refuses takes the best token it allows from deeper in the ranking (rescue).
 A committed slot is kept unless the constraint asks to remask it; context is never rewritten.
+A slot may be bound to a set of tokens (``Windows.only``: a healed token's extensions).
 A window is pad-terminated: committing pad at a slot commits pad to every later masked slot of
 the same hole, so a window of N slots expresses any fill of up to N tokens.
 
@@ -45,6 +46,9 @@ class Schedule:
     overrun: float = 0.0  # a row held back (constraint, pad order) may take this share more steps,
     # then commits what is left at once: a batch never waits long for one slow row
     alternatives: int = 8  # a token the constraint refuses is replaced by the next best it allows, tried this deep
+    frontier: bool = False  # only each hole's first masked slot is proposed and committed, one per step
+    # (a causal model: a later slot's prediction would read masked ones); the end of a step budget
+    # or a deadline ends a fill there (its other masked slots become pad)
 
 
 @dataclass
@@ -57,6 +61,8 @@ class Windows:
     masked: torch.Tensor  # [R, W] bool
     logprob: torch.Tensor  # [R, W] float; log-probability of each committed token when committed
     no_pad: torch.Tensor | None = None  # [R, W] bool: slots that may not be pad (a hole's minimum)
+    only: torch.Tensor | None = None  # [R, W] long: the row of ``only_sets`` a slot's token must come from, -1: any
+    only_sets: torch.Tensor | None = None  # [S, V] bool: token sets (a healed token's extensions)
 
     @property
     def valid(self) -> torch.Tensor:
@@ -350,15 +356,26 @@ class Denoiser:
             self.budget = torch.ceil(self.steps_left * (1 + schedule.overrun)).long()
         return True
 
+    def live(self) -> torch.Tensor:
+        """[R, W] the slots a step may commit, whose logits ``advance`` takes: every masked slot, or
+        with a frontier schedule each hole's first masked slot."""
+        masked = self.state.masked
+        return masked & first_masked(self.state.hole, masked) if self.schedule.frontier else masked
+
     @torch.no_grad()
     def advance(self, logits: torch.Tensor) -> Step:
-        """One step from ``logits`` [n, V] of the n masked slots (row-major); commits in place."""
+        """One step from ``logits`` [n, V] of the n live slots (row-major); commits in place."""
         state, schedule, constraint = self.state, self.schedule, self.constraint
         mask_id, pad_id, generators = self.mask_id, self.pad_id, self.generators
-        candidates = state.masked
+        candidates = self.live()
         logits[:, mask_id] = float("-inf")
         if state.no_pad is not None:
             logits[state.no_pad[candidates], pad_id] = float("-inf")
+        if state.only is not None:
+            which = state.only[candidates]
+            bound = which >= 0
+            if bound.any():
+                logits[bound] = logits[bound].masked_fill(~state.only_sets[which[bound]], float("-inf"))
         noise = None
         if schedule.temperature > 0:  # one generator per row: a row's draws do not depend on its batch
             noise = torch.stack([torch.rand((state.ids.shape[1], logits.shape[-1]), generator=g) for g in generators])
@@ -404,10 +421,10 @@ class Denoiser:
         token = torch.where(tail, torch.full_like(token, pad_id), token)
         logp = torch.where(tail, pad_logp, logp)
         pick |= tail
-        if hurry:
-            pick = candidates.clone()
+        if hurry:  # (a frontier schedule's other masked slots: pad, as ``token`` has them)
+            pick = state.masked.clone()
         else:  # rows at the end of their step budget commit everything left
-            pick |= candidates & (self.budget <= 1)[:, None]
+            pick |= state.masked & (self.budget <= 1)[:, None]
         state.ids = torch.where(pick, token, state.ids)
         state.logprob = torch.where(pick, logp, state.logprob)
         state.masked = state.masked & ~pick
@@ -443,7 +460,7 @@ def denoise_steps(
             raise Cancelled("fill cancelled")
         # Logits only for masked slots: committed ones need none (the vocabulary projection is
         # the largest cost of a step for a small model).
-        candidates = state.masked
+        candidates = den.live()
         active = candidates.any(1)
         hidden = rows.hidden(state.ids, den.valid, active)
         yield den.advance(model.logits(hidden[candidates[active]]))

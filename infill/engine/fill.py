@@ -67,6 +67,8 @@ class _Prepared:
     indents: list[str] = field(default_factory=list)  # indentation moved from the prefix into each hole
     shape: Shape = field(default_factory=Shape)  # its hole's, as stand-in fills tell (an opener goes into the fill)
     leads: list[list[int]] = field(default_factory=list)  # per hole, the tokens its fill starts with, committed before denoising
+    heals: list[bytes] = field(default_factory=list)  # per hole, the bytes of the context's last token before it, taken
+    # into the fill (its first token must start with them; they are dropped from the fill's text)
 
 
 @contextlib.contextmanager
@@ -182,6 +184,8 @@ class Engine:
         self.device = model.device
         self.dtype = model.dtype
         self.context_cache = SegmentCache(config.context_cache_tokens)
+        self._token_sets: dict[bytes, torch.Tensor] = {}
+        self._vocab_bytes: list[bytes] | None = None
         if tokenizer.mask_id != model.mask_id or tokenizer.pad_id != model.pad_id:
             raise ModelLoadError("tokenizer.json and config.json disagree on the mask/pad token ids")
         if tokenizer.vocab_size > model.vocab_size:
@@ -241,7 +245,34 @@ class Engine:
         widths = hooks.lead_widths(form, len(windows))
         leads = [self.indent_tokens(w) if w is not None else [] for w in widths]
         leads = [lead if len(lead) < window else [] for lead, window in zip(leads, windows)]
-        return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000, indents, form, leads)
+        heals = [b""] * len(windows)
+        if self.model.capabilities.left_to_right:
+            leads = [[] for _ in windows]
+            for h in range(len(windows)):
+                heals[h] = self.heal(segments[h])
+                if heals[h]:
+                    segments[h], windows[h] = segments[h][:-1], windows[h] + 1
+        return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000, indents, form, leads, heals)
+
+    def heal(self, segment: list[int]) -> bytes:
+        """The bytes of ``segment``'s last token where a left-to-right fill after it should write
+        that token again (token healing): a line break, maybe with indentation. Running text
+        writes a line break and the next line's indentation as one token, so a context that ends
+        at a bare line break is a boundary the model has seldom seen (it writes a blank line)."""
+        if not segment:
+            return b""
+        last = self.tokenizer.token_bytes(segment[-1])
+        return last if last and b"\n" in last and not last.strip() else b""
+
+    def token_set(self, head: bytes) -> torch.Tensor:
+        """[V] bool: the tokens whose bytes start with ``head``."""
+        if head not in self._token_sets:
+            if self._vocab_bytes is None:
+                self._vocab_bytes = [self.tokenizer.token_bytes(i) for i in range(self.tokenizer.vocab_size)]
+            ok = torch.zeros(self.model.vocab_size, dtype=torch.bool)
+            ok[[i for i, b in enumerate(self._vocab_bytes) if b.startswith(head)]] = True
+            self._token_sets[head] = ok.to(self.device)
+        return self._token_sets[head]
 
     def indent_tokens(self, width: int) -> list[int]:
         """The tokens that indent a line by ``width`` spaces before its first word, as running
@@ -317,7 +348,7 @@ class Engine:
             slots = 0
             for i in members:
                 p = prepared[i]
-                need = sum(p.windows) * len(candidate_plan(p.request.options, self.config.candidates))
+                need = sum(p.windows) * len(candidate_plan(p.request.options, self.default_candidates))
                 if chunk and slots + need > self.config.max_batch_slots:
                     self._fill_chunk([prepared[j] for j in chunk], chunk, results, cancel, on_draft, constraint)
                     chunk, slots = [], 0
@@ -339,7 +370,7 @@ class Engine:
         # 2. Lay out candidate rows: each request x (window scale, seed).
         lay = self.layout(prepared, Lc)
         rows, R = lay.rows, len(lay.rows)
-        cpos_t, wpos_t, hole_t = lay.ctx_pos, lay.win_pos, lay.hole
+        cpos_t, hole_t = lay.ctx_pos, lay.hole
         rows_t = torch.tensor(rows, dtype=torch.long, device=dev)
         # Syntax constraint (steer, repair, judge) unless the caller brought its own.
         syntax = None
@@ -347,16 +378,7 @@ class Engine:
             syntax = syntax_constraints.for_chunk([p.request for p in prepared], rows, hole_t, self.tokenizer, pad_id, mask_id,
                                                   [p.shape for p in prepared])
         bound = self.model.bind_context(cache, rows_t, cpos_t.to(dev))
-        valid = hole_t >= 0
-        state = Windows(
-            ids=torch.where(valid, mask_id, pad_id).to(dev),
-            pos=wpos_t.to(dev),
-            hole=hole_t.to(dev),
-            masked=valid.to(dev),
-            logprob=torch.zeros(hole_t.shape, device=dev),
-            no_pad=lay.no_pad.to(dev),
-        )
-        self.commit_leads(state, prepared, rows)
+        state = self.initial_state(prepared, lay)
         # Requests in a chunk share their sampling options; each row keeps its request's steps.
         schedule = lay.schedules[0]
         row_steps = torch.tensor([lay.schedules[ri].steps for ri in rows], dtype=torch.long)
@@ -368,11 +390,14 @@ class Engine:
 
         # 3. Denoise all rows together.
         t0 = time.perf_counter()
+        finisher, ends = Finisher(self.tokenizer, syntax), {}
         finished_at = torch.zeros(R, dtype=torch.long)
         for step in denoise_steps(self.model, bound, state, schedule, gens, constraint or syntax or NoConstraint(), cancel, deadline, row_steps):
-            finished_at = torch.where((finished_at == 0) & ~step.masked.any(1).cpu(), step.step, finished_at)
+            if schedule.frontier:
+                self.end_said(state, step.committed, [prepared[ri] for ri in rows], finisher, ends)
+            finished_at = torch.where((finished_at == 0) & ~state.masked.any(1).cpu(), step.step, finished_at)
             if on_draft is not None:
-                texts = [self.decode_hole(step.ids[0], state.hole[0], h) for h in range(len(prepared[0].windows))]
+                texts = [self.decode_hole(step.ids[0], state.hole[0], h, b) for h, b in enumerate(prepared[0].heals)]
                 on_draft(Draft(step=step.step, texts=texts, masked=int(step.masked[0].sum())))
         denoise_ms = (time.perf_counter() - t0) * 1000
 
@@ -380,9 +405,9 @@ class Engine:
         ids = state.ids.cpu()
         logprob = state.logprob.float().cpu()
         hole = state.hole.cpu()
-        finisher = Finisher(self.tokenizer, syntax)
         for r in range(R):
-            fills, score, filled = self.decode_row(ids[r], logprob[r], hole[r], len(prepared[rows[r]].windows))
+            fills, score, filled = self.decode_row(ids[r], logprob[r], hole[r], prepared[rows[r]].heals)
+            fills = self.keep_ends(fills, r, ends)
             ran_out = [bool((ids[r][hole[r] == h] != pad_id).all()) for h in range(len(fills))]
             finisher.take(r, rows[r], prepared[rows[r]].request, fills, score, filled, ran_out)
         total_ms = (time.perf_counter() - t_start) * 1000
@@ -406,7 +431,7 @@ class Engine:
         """Candidate rows in document order: context positions, window slots and their holes."""
         rows, ctx_pos, win_pos, win_hole, win_nopad, seeds, schedules = [], [], [], [], [], [], []
         for ri, p in enumerate(prepared):
-            for scale, seed in candidate_plan(p.request.options, self.config.candidates):
+            for scale, seed in candidate_plan(p.request.options, self.default_candidates):
                 lengths = [max(1, math.ceil(w * scale), len(lead) + 1) for w, lead in zip(p.windows, p.leads)]
                 cpos, wpos, whole, nopad, at = [], [], [], [], 0
                 for h, seg in enumerate(p.segments):
@@ -435,6 +460,24 @@ class Engine:
             lay.no_pad[r, : len(win_nopad[r])] = torch.tensor(win_nopad[r], dtype=torch.bool)
         return lay
 
+    def initial_state(self, prepared: list[_Prepared], lay: "_Layout") -> Windows:
+        """The rows' windows before the first step: all masked, each hole's lead tokens committed,
+        each healed hole's first slot bound to the tokens that start with the healed bytes."""
+        dev, valid = self.device, lay.hole >= 0
+        state = Windows(ids=torch.where(valid, self.model.mask_id, self.model.pad_id).to(dev), pos=lay.win_pos.to(dev),
+                        hole=lay.hole.to(dev), masked=valid.to(dev), logprob=torch.zeros(lay.hole.shape, device=dev),
+                        no_pad=lay.no_pad.to(dev))
+        self.commit_leads(state, prepared, lay.rows)
+        heads = sorted({b for p in prepared for b in p.heals if b})
+        if heads:
+            only = torch.full(lay.hole.shape, -1, dtype=torch.long)
+            for r, ri in enumerate(lay.rows):
+                for h, b in enumerate(prepared[ri].heals):
+                    if b:
+                        only[r, int((lay.hole[r] == h).nonzero()[0])] = heads.index(b)
+            state.only, state.only_sets = only.to(dev), torch.stack([self.token_set(b) for b in heads])
+        return state
+
     def commit_leads(self, state: Windows, prepared: list[_Prepared], rows: list[int]) -> None:
         """Commit each row's lead tokens (a known indentation) at the start of its holes' windows."""
         for r, ri in enumerate(rows):
@@ -444,11 +487,34 @@ class Engine:
                     state.ids[r, slots] = torch.tensor(lead, dtype=state.ids.dtype, device=state.ids.device)
                     state.masked[r, slots] = False
 
-    def decode_row(self, ids: torch.Tensor, logprob: torch.Tensor, hole: torch.Tensor, n_holes: int) -> tuple[list[Fill], float, int]:
-        """One row's fills (each cut at its first pad), its mean log-probability, its token count."""
+    def end_said(self, state: Windows, committed: torch.Tensor, prepared: list[_Prepared], finisher: Finisher,
+                 ends: dict[tuple[int, int], int]) -> None:
+        """End each hole whose left-to-right fill just ended a line and said all it will
+        (Finisher.said_all): pad the rest of its window and note in ``ends`` [(row, hole)] how much
+        of its text to keep. A causal model seldom ends a fill by itself."""
+        for r, k in committed.nonzero().tolist():
+            if "\n" not in self.tokenizer.decode([int(state.ids[r, k])]):
+                continue
+            h = int(state.hole[r, k])
+            text = self.decode_hole(state.ids[r], state.hole[r], h, prepared[r].heals[h])
+            keep = finisher.said_all(r, prepared[r].request, h, text[: text.rfind("\n") + 1]) if "\n" in text else None
+            if keep is not None:
+                rest = state.masked[r] & (state.hole[r] == h)
+                state.ids[r, rest] = self.model.pad_id
+                state.masked[r, rest] = False
+                ends[(r, h)] = keep
+
+    @staticmethod
+    def keep_ends(fills: list[Fill], r: int, ends: dict[tuple[int, int], int]) -> list[Fill]:
+        """Row r's fills cut where end_said ended them."""
+        return [msgspec.structs.replace(f, text=f.text[: ends[(r, h)]]) if (r, h) in ends else f for h, f in enumerate(fills)]
+
+    def decode_row(self, ids: torch.Tensor, logprob: torch.Tensor, hole: torch.Tensor, heals: list[bytes]) -> tuple[list[Fill], float, int]:
+        """One row's fills (each cut at its first pad, its healed bytes dropped), its mean
+        log-probability, its token count."""
         pad = self.model.pad_id
         fills, total, count, filled = [], 0.0, 0, 0
-        for h in range(n_holes):
+        for h, heal in enumerate(heals):
             slots = (hole == h).nonzero().flatten()
             tok = ids[slots]
             pads = (tok == pad).nonzero().flatten()
@@ -457,21 +523,37 @@ class Engine:
             total += float(lp.sum())
             count += len(lp)
             filled += n
-            fills.append(Fill(text=self.tokenizer.decode(tok[:n].tolist()), score=float(lp.mean()) if len(lp) else 0.0))
+            fills.append(Fill(text=self.text_of(tok[:n].tolist(), heal), score=float(lp.mean()) if len(lp) else 0.0))
         return fills, total / max(count, 1), filled
 
-    def decode_hole(self, ids: torch.Tensor, hole: torch.Tensor, h: int) -> str:
+    def decode_hole(self, ids: torch.Tensor, hole: torch.Tensor, h: int, heal: bytes = b"") -> str:
         """Text of hole h in one row so far: committed tokens up to the first pad, masks dropped."""
         tok = ids[hole == h].tolist()
         if self.model.pad_id in tok:
             tok = tok[: tok.index(self.model.pad_id)]
-        return self.tokenizer.decode([t for t in tok if t != self.model.mask_id])
+        return self.text_of([t for t in tok if t != self.model.mask_id], heal)
+
+    def text_of(self, tokens: list[int], heal: bytes = b"") -> str:
+        """The text of a fill's tokens, without the healed bytes it starts with."""
+        if not heal:
+            return self.tokenizer.decode(tokens)
+        data = b"".join(self.tokenizer.token_bytes(t) for t in tokens if t not in (self.model.pad_id, self.model.mask_id))
+        return data.removeprefix(heal).decode("utf-8", "replace")
+
+    @property
+    def default_candidates(self) -> int:
+        """Candidate rows per request when it sets none: one for a causal model (left to right, a
+        shorter window is only a cut of the longer one's fill), else the configured number."""
+        return 1 if self.model.capabilities.left_to_right else self.config.candidates
 
     def default_steps(self, slots: int) -> int:
         """The denoising steps for ``slots`` masked slots when a request sets none (the step rule)."""
         return max(1, math.ceil(slots / self.config.tokens_per_step))
 
     def schedule(self, options: SamplingOptions, slots: int) -> Schedule:
+        if self.model.capabilities.left_to_right:  # a causal model: one slot per step, in order
+            return Schedule(steps=max(1, slots), policy="left-to-right", temperature=options.temperature, top_p=options.top_p,
+                            frontier=True)
         steps = options.steps or self.default_steps(slots)
         return Schedule(
             steps=max(1, steps),

@@ -135,6 +135,39 @@ class Finisher:
         _, fills, filled = self._best[ri]
         return fills, filled
 
+    def said_all(self, r: int, request: FillRequest, i: int, text: str) -> int | None:
+        """Where a fill of hole i of row r, written left to right up to ``text`` (which ends a line),
+        has said all it will: the length of ``text`` to keep, or None where it goes on.
+
+        A causal model seldom ends a fill by itself, so the end is read from the text, by rules
+        that keep their answer as the fill grows (nothing written after would be kept):
+
+        * finishing would cut it (it repeats itself or the text after the hole, :func:`cut_repeats`;
+          in a constrained row, a cursor insertion's syntactic unit has ended);
+        * the hole's line goes on after it: a fill ends with its first line;
+        * a blank line after a line of code ends a suggestion, and so does a line indented less
+          than the fill's first (it belongs to the block around the hole): both are not kept.
+        """
+        hole = request.holes[i]
+        after = request.text[hole.end :]
+        head = request.text[request.text.rfind("\n", 0, hole.start) + 1 : hole.start]
+        cut = cut_repeats(text, head, after)
+        if len(cut) < len(text):
+            return len(cut)
+        if after[: after.find("\n") if "\n" in after else len(after)].strip():
+            return text.find("\n")
+        lines = text.split("\n")[:-1]  # whole lines, each ended by a line break; the first goes on from head
+        whole = [head + lines[0], *lines[1:]]
+        first = next((line for line in whole[:-1] if line.strip()), None)
+        if first is not None:
+            last = whole[-1]
+            if not last.strip() or len(last) - len(last.lstrip()) < len(first) - len(first.lstrip()):
+                return len(text) - len(last) - 1
+        if self.syntax is None or not self.syntax.checked(r) or request.text[hole.start : hole.end].strip():
+            return None
+        cut = self.syntax.truncate(r, i, text)
+        return len(cut) if cut != text else None
+
     def finish_row(self, r: int, request: FillRequest, fills: list[Fill], ran_out: list[bool]) -> list[Fill]:
         """Row r's fills as a result has them: cut where they start to loop (infill/engine/repeats.py;
         ``ran_out``: which ran to their window's end), without the line break the text after the hole

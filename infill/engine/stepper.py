@@ -69,6 +69,7 @@ class Slot:
     den: Denoiser | None = None
     syntax: object = None
     finished_at: torch.Tensor | None = None
+    ends: dict = field(default_factory=dict)  # (row, hole) -> text kept, where a left-to-right fill ended (Engine.end_said)
     bound: object = None  # its context bound to its rows, where the model's bound contexts can be joined
     # across rounds
     scaffold: tuple | None = None  # (the request as prepared before the split, the split)
@@ -134,11 +135,8 @@ class Stepper:
         pad_id, mask_id = model.pad_id, model.mask_id
         lay = engine.layout([p], max(1, sum(len(s) for s in p.segments)))
         syntax = syntax_constraints.for_chunk([p.request], lay.rows, lay.hole, engine.tokenizer, pad_id, mask_id, [p.shape])
-        valid = lay.hole >= 0
         dev = engine.device
-        state = Windows(ids=torch.where(valid, mask_id, pad_id).to(dev), pos=lay.win_pos.to(dev), hole=lay.hole.to(dev),
-                        masked=valid.to(dev), logprob=torch.zeros(lay.hole.shape, device=dev), no_pad=lay.no_pad.to(dev))
-        engine.commit_leads(state, [p], lay.rows)
+        state = engine.initial_state([p], lay)
         schedule = lay.schedules[0]
         gens = [torch.Generator().manual_seed(s) for s in lay.seeds] if schedule.temperature > 0 else None
         deadline_ms = p.request.options.deadline_ms
@@ -148,6 +146,7 @@ class Stepper:
         slot.prepared, slot.lay, slot.state, slot.syntax = p, lay, state, syntax
         slot.den = Denoiser(model, state, schedule, gens, syntax or NoConstraint(), deadline, row_steps)
         slot.finished_at = torch.zeros(len(lay.rows), dtype=torch.long)
+        slot.ends = {}
         slot.bound = None
         if self._join is not False:  # bind its context once now; joining the live set is then a copy
             t0 = time.perf_counter()
@@ -200,6 +199,9 @@ class Stepper:
         for slot, n in parts:
             try:
                 step = slot.den.advance(logits[at : at + n])
+                if slot.den.schedule.frontier:  # a left-to-right fill that said all it will ends here
+                    self.engine.end_said(slot.state, step.committed, [slot.prepared] * slot.rows,
+                                         Finisher(self.engine.tokenizer, slot.syntax), slot.ends)
                 slot.steps += 1
                 slot.t_denoise += elapsed
                 slot.finished_at = torch.where((slot.finished_at == 0) & ~step.masked.any(1).cpu(), slot.steps,
@@ -237,7 +239,7 @@ class Stepper:
         for s, a in zip(going, active):
             n = int(a.sum())
             h = hidden[at : at + n, : s.state.ids.shape[1]]
-            sel = h[s.state.masked[a]]
+            sel = h[s.den.live()[a]]
             picked.append(sel)
             parts.append((s, sel.shape[0]))
             at += n
@@ -277,8 +279,7 @@ class Stepper:
 
     def _draft(self, slot: Slot, step) -> None:
         engine, state = self.engine, slot.state
-        n = len(slot.prepared.windows)
-        texts = [engine.decode_hole(step.ids[0], state.hole[0], h) for h in range(n)]
+        texts = [engine.decode_hole(step.ids[0], state.hole[0], h, b) for h, b in enumerate(slot.prepared.heals)]
         slot.on_draft(Draft(step=slot.steps, texts=texts, masked=int(step.masked[0].sum())))
 
     def _end_round(self, slot: Slot) -> bool:
@@ -289,7 +290,8 @@ class Stepper:
         ids, logprob, hole = state.ids.cpu(), state.logprob.float().cpu(), state.hole.cpu()
         finisher = Finisher(engine.tokenizer, slot.syntax)
         for r in range(slot.rows):
-            fills, score, filled = engine.decode_row(ids[r], logprob[r], hole[r], len(p.windows))
+            fills, score, filled = engine.decode_row(ids[r], logprob[r], hole[r], p.heals)
+            fills = engine.keep_ends(fills, r, slot.ends)
             ran_out = [bool((ids[r][hole[r] == h] != pad_id).all()) for h in range(len(fills))]
             finisher.take(r, 0, p.request, fills, score, filled, ran_out)
         fills, filled = finisher.best(0)

@@ -39,6 +39,9 @@ class Capabilities:
 
     exact_segment_cache: bool  # a segment's encoding is independent of its position and of the
     # other segments, so it can be cached, reused and extended exactly across fills
+    left_to_right: bool = False  # a causal model: a slot's prediction sees only what precedes it, so
+    # the engine commits one slot per step, in document order (autoregressive decoding as the
+    # degenerate schedule of masked diffusion)
 
 
 @runtime_checkable

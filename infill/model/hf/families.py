@@ -1,5 +1,10 @@
 """The open diffusion LM families we load into transformers' stock classes, and their conventions.
 
+Plain causal (autoregressive) Qwen2 / Llama checkpoints load too, as the degenerate case of a
+masked-diffusion model (``causal``): a slot's prediction sees only the tokens before it, so the
+engine commits one slot at a time in document order (infill/model/seam.py's ``left_to_right``),
+and the text after the last hole is never seen.
+
 Facts come from ../shared/open-dllms.md (with its sources); every value that matters is read from
 the checkpoint (config.json, the tokenizer's files, the tensors) and checked here at load time,
 never taken from this table alone. What the table holds is how to *read* a family:
@@ -31,6 +36,8 @@ class Family:
     mask_names: tuple[str, ...]  # the mask token's text in the tokenizer, in order of preference
     trained_context: int  # tokens of layout (context + fills) the family was trained/evaluated on
     expand_name: str | None = None  # DreamOn's <|expand|> (one mask becomes two)
+    causal: bool = False  # an autoregressive model: attention only to earlier positions, one slot at a time
+    renamed: bool = False  # tensor names and config fields in another layout (LLaDA's OLMo style)
     note: str = ""
 
 
@@ -39,11 +46,17 @@ DREAM = Family("dream", "qwen2", shifted=True, bos_leads=True, mask_names=("<|ma
 OPEN_DCODER = Family("open-dcoder", "qwen2", shifted=True, bos_leads=False, mask_names=("<M>", "[MASK]", "<|mask|>"),
                      trained_context=4096, note="Qwen2ForCausalLM continued as a masked diffusion model")
 LLADA = Family("llada", "llama", shifted=False, bos_leads=True, mask_names=("<|mdm_mask|>",), trained_context=4096,
-               note="LLaDA-8B: OLMo-style tensor names renamed onto Llama's")
+               renamed=True, note="LLaDA-8B: OLMo-style tensor names renamed onto Llama's")
 
-# config.json keys (``architectures`` entries, then ``model_type``) -> family. Plain causal Qwen2 /
-# Llama checkpoints are registered too, so that they are refused with a clear line (a Qwen2
-# checkpoint with a mask token in its tokenizer is Open-dCoder).
+# Causal models: no mask token is needed (a masked slot is never attended to: it stands in the layout
+# only until its turn), and trained_context is read from config.json (max_position_embeddings).
+CAUSAL_QWEN2 = Family("causal-qwen2", "qwen2", shifted=True, bos_leads=False, mask_names=(), trained_context=1 << 30,
+                      causal=True, note="an autoregressive Qwen2 model, decoded left to right")
+CAUSAL_LLAMA = Family("causal-llama", "llama", shifted=True, bos_leads=False, mask_names=(), trained_context=1 << 30,
+                      causal=True, note="an autoregressive Llama model (e.g. SmolLM2), decoded left to right")
+
+# config.json keys (``architectures`` entries, then ``model_type``) -> family. A Qwen2 checkpoint
+# with a mask token in its tokenizer is Open-dCoder; without one, and a Llama one, is causal.
 DREAM_KEYS = ("DreamModel", "Dream")
 LLADA_KEYS = ("LLaDAModelLM", "llada")
 QWEN2_KEYS = ("Qwen2ForCausalLM", "qwen2")
@@ -68,7 +81,7 @@ _LLADA_RENAMES_C = [(re.compile(a), b) for a, b in _LLADA_RENAMES]
 def stock_name(family: Family, name: str) -> str | None:
     """The stock class's name of checkpoint tensor ``name`` (None: a tensor the stock class has no
     place for, e.g. a rotary buffer some exports carry)."""
-    if family.stock == "qwen2":
+    if not family.renamed:
         return None if name.endswith("rotary_emb.inv_freq") else name
     for pattern, repl in _LLADA_RENAMES_C:
         if pattern.match(name):
@@ -93,7 +106,7 @@ def _need(data: dict, path, *names):
 def stock_config(family: Family, data: dict, path) -> dict:
     """The stock class's config fields, read from the checkpoint's config.json (shapes are checked
     against the tensors later). Refuses switches the stock class cannot express."""
-    if family.stock == "qwen2":
+    if not family.renamed:
         act = data.get("hidden_act", "silu")
         if act != "silu":
             raise ModelLoadError(f"{path}: hidden_act {act!r} is not supported (silu only)")

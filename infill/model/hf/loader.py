@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from infill.errors import ModelLoadError
-from infill.model.hf import families
+from infill.model.hf import families, int8
 from infill.model.hf.families import Family
 from infill.model.hf.tokenizer import HFTokenizer, load_hf_tokenizer, special_token_names
 
@@ -112,12 +112,9 @@ def load(directory: Path, data: dict, device: torch.device, dtype: torch.dtype, 
     family = detect(directory, data)
     probe = HFTokenizer(raw_tok, pad_id=-1, mask_id=-1, eos_id=-1)
     ids = special_ids(directory, data, probe, family or families.OPEN_DCODER, path)
-    causal_only = family is None or (family is families.OPEN_DCODER and ids["mask"] is None)
-    if causal_only:
-        kind = "Qwen2" if keys & set(families.QWEN2_KEYS) else "Llama"
-        raise ModelLoadError(f"{directory}: a causal (autoregressive) {kind} model, not a diffusion model "
-                             "(no mask token in config.json or its tokenizer); use a diffusion checkpoint such as "
-                             "Dream-Coder, DiffuCoder, Open-dCoder or LLaDA")
+    if family is None or (family is families.OPEN_DCODER and ids["mask"] is None):
+        family = families.CAUSAL_QWEN2 if keys & set(families.QWEN2_KEYS) else families.CAUSAL_LLAMA
+        ids["mask"] = ids["mask"] if ids["mask"] is not None else _placeholder(probe, ids)
     if ids["mask"] is None:
         raise ModelLoadError(f"{path}: no mask token (mask_token_id, or {' / '.join(family.mask_names)} in the tokenizer)")
     if ids["eos"] is None:
@@ -162,15 +159,25 @@ def load(directory: Path, data: dict, device: torch.device, dtype: torch.dtype, 
     hf = _build(family, fields, data)
     _load_weights(hf, files, names, family, device, dtype, directory, bool(fields["tie_word_embeddings"]))
     trained = min(family.trained_context, int(fields["max_position_embeddings"]))
-    model = HFDiffusionModel(
+    model_cls = HFDiffusionModel
+    if family.causal:
+        from infill.model.hf.causal import CausalLM as model_cls
+    model = model_cls(
         hf, family, mask_id=mask_id, pad_id=pad_id, eos_id=eos_id, lead_id=lead_id,
         tokenizer_size=tokenizer.vocab_size, special_ids=tokenizer.special_ids | ({expand_id} if expand_id is not None else set()),
-        end_ids=frozenset(end_ids), max_context=max(64, trained * 3 // 4), name=data.get("name") or directory.name,
+        end_ids=frozenset(end_ids), max_context=int(data.get("context_tokens") or max(64, trained * 3 // 4)), name=data.get("name") or directory.name,
         cache_mode=cache_mode, variant=variant,
     )
     log.info("loaded %s (%s, %s logits; mask %d, eos %d, pad %d, lead %d) on %s in %s", directory.name, variant,
              "shifted" if family.shifted else "unshifted", mask_id, eos_id, pad_id, lead_id, device, dtype)
     return model.eval(), tokenizer
+
+
+def _placeholder(tok: HFTokenizer, ids: dict) -> int | None:
+    """A causal model's stand-in for a masked slot: a special token that is not EOS, pad or BOS
+    (never attended to, and never proposed: special tokens are banned from fills)."""
+    taken = {ids["eos"], ids["pad"], ids["bos"]}
+    return next((i for i in sorted(tok.special_ids) if i >= 0 and i not in taken), None)
 
 
 def _looks_special(text: str | None) -> bool:
@@ -248,11 +255,12 @@ def _load_weights(hf, files, names, family, device, dtype, directory: Path, tied
         try:
             with safe_open(str(f), "pt", device="cpu") as handle:
                 for n in tensor_names:
-                    state[names[n]] = handle.get_tensor(n).to(dtype=dtype)
+                    state[names[n]] = handle.get_tensor(n)
         except ModelLoadError:
             raise
         except Exception as e:
             raise ModelLoadError(f"{f}: corrupt weights ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    state, int8_rows = _dequantized(state, directory, device, dtype)
     if tied and "lm_head.weight" in state and not torch.equal(state["lm_head.weight"], state["model.embed_tokens.weight"]):
         tied = False  # a checkpoint that stores its own head uses it
         expected["lm_head.weight"] = tuple(hf.lm_head.weight.shape)
@@ -271,6 +279,9 @@ def _load_weights(hf, files, names, family, device, dtype, directory: Path, tied
             parts.append(f"unexpected {extra[0]}")
         raise ModelLoadError(f"{directory}: weights do not match config.json ({'; '.join(parts)})")
     placement = _placement(hf, device, dtype)
+    for k, (q, scale) in int8_rows.items():  # kept as int8: multiplied so (infill/model/hf/int8.py)
+        int8.install(hf, k, q, scale, dtype)
+        state.pop(k)
     state = {k: v.to(placement.get(k, device) if placement else device) for k, v in state.items()}
     hf.load_state_dict(state, strict=False, assign=True)
     if tied:
@@ -285,6 +296,27 @@ def _load_weights(hf, files, names, family, device, dtype, directory: Path, tied
         import accelerate
 
         accelerate.dispatch_model(hf, device_map=_module_map(placement))
+
+
+def _dequantized(state: dict, directory: Path, device: torch.device, dtype: torch.dtype) -> tuple[dict, dict]:
+    """The tensors in ``dtype``, int8 ones (with their ``_scale``) dequantized, except the layers'
+    linear weights where int8 runs on ``device``: those come back apart, as (int8, scale)."""
+    state, scales = int8.split_scales(state)
+    kept = {}
+    for k, v in list(state.items()):
+        if v.dtype != torch.int8:
+            state[k] = v.to(dtype)
+            continue
+        if k not in scales:
+            raise ModelLoadError(f"{directory}: {k} is int8 with no {k}{int8.SCALE_SUFFIX}")
+        scale = scales.pop(k)
+        if k.startswith("model.layers.") and int8.int8_runs_on(device, dtype):
+            kept[k] = (v, scale)
+        else:
+            state[k] = int8.dequantize(v, scale, dtype)
+    if scales:
+        raise ModelLoadError(f"{directory}: {next(iter(scales))}{int8.SCALE_SUFFIX} scales no int8 weight")
+    return state, kept
 
 
 def _placement(hf, device: torch.device, dtype: torch.dtype) -> dict[str, torch.device]:

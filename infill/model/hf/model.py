@@ -40,7 +40,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from infill.model.hf.families import Family
@@ -105,13 +104,19 @@ class _Frozen:
         return self.kv[0][0].shape[2]
 
 
-def additive_mask(key_ok: torch.Tensor, n_queries: int, dtype: torch.dtype, self_at: int) -> torch.Tensor:
+def additive_mask(key_ok: torch.Tensor, n_queries: int, dtype: torch.dtype, self_at: int,
+                  key_pos: torch.Tensor | None = None, query_pos: torch.Tensor | None = None) -> torch.Tensor:
     """[R, 1, Q, K] additive mask: 0 where key k is real or is query q itself (key index
-    ``self_at + q``), the dtype's minimum elsewhere (so no row is ever all masked)."""
+    ``self_at + q``), the dtype's minimum elsewhere (so no row is ever all masked). With positions
+    ``key_pos`` [R, K] and ``query_pos`` [R, Q], a real key is seen only from a query at its
+    position or after it (causal attention by position, whatever the order of the sequence)."""
     R, K = key_ok.shape
     dev = key_ok.device
     eye = torch.arange(K, device=dev)[None, :] == (torch.arange(n_queries, device=dev)[:, None] + self_at)
-    ok = key_ok[:, None, :] | eye[None]
+    ok = key_ok[:, None, :]
+    if key_pos is not None:
+        ok = ok & (key_pos[:, None, :] <= query_pos[:, :, None])
+    ok = ok | eye[None]
     mask = torch.zeros((R, 1, n_queries, K), dtype=dtype, device=dev)
     return mask.masked_fill_(~ok[:, None], torch.finfo(dtype).min)
 
@@ -130,7 +135,6 @@ def position_index(pos: torch.Tensor, ok: torch.Tensor, size: int) -> torch.Tens
 class HFDiffusionModel(nn.Module):
     """DiffusionModel (infill/model/seam.py) over a transformers Qwen2ForCausalLM / LlamaForCausalLM."""
 
-    capabilities = Capabilities(exact_segment_cache=False)
     languages: tuple[str, ...] | None = None  # the registry sets config.json's "languages" where it names any
 
     def __init__(self, hf: nn.Module, family: Family, *, mask_id: int, pad_id: int, eos_id: int, lead_id: int,
@@ -139,6 +143,7 @@ class HFDiffusionModel(nn.Module):
         super().__init__()
         self.hf = hf
         self.family = family
+        self.capabilities = Capabilities(exact_segment_cache=False, left_to_right=family.causal)
         self.variant = variant or family.key
         self.name = name
         self._mask_id, self._pad_id, self._eos_id, self.lead_id = mask_id, pad_id, eos_id, lead_id
@@ -253,6 +258,16 @@ class HFDiffusionModel(nn.Module):
         where = position_index(seq_pos, seq_ok, size)
         return where.gather(1, pos.clamp(0, size - 1))  # slot at p sits at p + 1; its predictor at p
 
+    def _mask(self, key_ok, key_tokens, key_pos, query_pos, self_at: int) -> torch.Tensor:
+        """The attention mask of queries at ``query_pos`` (keys ``self_at`` on) over the keys: full
+        attention among real tokens, or, for a causal family, attention to real tokens at or before
+        the query's position that are not masked slots (a masked slot stands in the layout only
+        until its turn: nothing reads it)."""
+        if not self.family.causal:
+            return additive_mask(key_ok, query_pos.shape[1], self.dtype, self_at)
+        return additive_mask(key_ok & (key_tokens != self.mask_id), query_pos.shape[1], self.dtype, self_at,
+                             key_pos, query_pos)
+
     def _run(self, tokens, positions, mask, cache=None) -> torch.Tensor:
         out = self.backbone(input_ids=tokens, position_ids=positions, attention_mask=mask, cache=cache, use_cache=False)
         return out.last_hidden_state
@@ -261,7 +276,7 @@ class HFDiffusionModel(nn.Module):
     def full_hidden(self, ids, pos, valid, ctx: HFBound, record: bool = False):
         """States [R, N, d] of the whole layout (and, with ``record``, every layer's keys and values)."""
         tokens, positions, ok = self._layout(ids, pos, valid, ctx)
-        mask = additive_mask(ok, tokens.shape[1], self.dtype, 0)
+        mask = self._mask(ok, tokens, positions, positions, 0)
         cache = _Record(len(self.backbone.layers)) if record else None
         h = self._run(tokens, positions, mask, cache)
         return h, tokens, positions, ok, cache
@@ -277,6 +292,7 @@ class HFDiffusionModel(nn.Module):
                 ctx.kv = [(k[:, :, : 1 + Lc], v[:, :, : 1 + Lc]) for k, v in rec.kv]
                 ctx.calls = 1
                 ctx.extra = self._anchors(positions, ok, pos, valid, Lc, tokens)
+                ctx.extra["tokens"], ctx.extra["positions"] = tokens[:, : 1 + Lc], positions[:, : 1 + Lc]
             idx = self._predictors(positions, ok, pos, valid, 1 + Lc)
             return h.gather(1, idx[..., None].expand(-1, -1, d))
         ctx.calls += 1
@@ -286,7 +302,9 @@ class HFDiffusionModel(nn.Module):
         q_pos = torch.cat([a_pos, pos + 1], dim=1)
         q_ok = torch.cat([a_ok, valid], dim=1)
         prefix_ok = torch.cat([ctx.extra["lead_ok"][:, None], ctx.valid], dim=1) & ~a_at  # stale copies of the anchors out
-        mask = additive_mask(torch.cat([prefix_ok, q_ok], dim=1), q_tokens.shape[1], self.dtype, 1 + Lc)
+        keys = torch.cat([prefix_ok, q_ok], dim=1)
+        mask = self._mask(keys, torch.cat([ctx.extra["tokens"], q_tokens], dim=1),
+                          torch.cat([ctx.extra["positions"], q_pos], dim=1), q_pos, 1 + Lc)
         h = self._run(q_tokens, q_pos, mask, _Frozen(ctx.kv))
         idx = self._predictors(q_pos, q_ok, pos, valid, A)
         return h.gather(1, idx[..., None].expand(-1, -1, d))

@@ -1,0 +1,224 @@
+"""A causal (autoregressive) Llama / Qwen2 checkpoint behind the seam, decoded incrementally.
+
+A causal model is the degenerate case of masked diffusion: a slot's prediction may read only the
+tokens before it, so the engine commits one slot per hole per step, in document order
+(``capabilities.left_to_right``; the sampler's frontier schedule). That makes every state final
+once computed, and this model computes each one once:
+
+* the context: the lead and the context tokens before the last window slot of a row (text after
+  it is never read), run once per fill; a row's keys and values are kept in a small cache keyed
+  on its tokens and positions, so the next fill of a document whose prefix grew by a keystroke
+  runs only the new tokens (the prefix's states are exactly the pretrained model's);
+* the windows: each step runs only the slots committed since the last step (usually one per
+  row), appending their keys and values; a slot the sampler masks again (a repair) drops its
+  row's window states, which are run again from the committed slots.
+
+``window_hidden`` returns, for each slot, the state before it (shifted logits): the previous
+slot's, or the context token's before a hole. Only the states of slots whose predecessors are
+committed are meaningful; those are the only ones a frontier schedule reads.
+
+Exact for one hole. With several, the text between two holes is encoded once, before any fill:
+a later hole sees the earlier holes' committed tokens, but the text between them does not.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import torch
+
+from infill.model.hf.model import HFContext, HFDiffusionModel, additive_mask, position_index
+
+PREFIX_ENTRIES = 4  # rows' context states kept across fills (a few documents being edited)
+
+
+class _Appending:
+    """A transformers cache: kept keys and values before this call's fresh ones, which are kept in
+    ``fresh`` for the caller to store."""
+
+    def __init__(self, kv: list[tuple[torch.Tensor, torch.Tensor]]):
+        self.kv = kv
+        self.fresh: list = [None] * len(kv)
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        self.fresh[layer_idx] = (key_states, value_states)
+        k, v = self.kv[layer_idx]
+        return torch.cat([k, key_states], dim=2), torch.cat([v, value_states], dim=2)
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        return self.kv[0][0].shape[2]
+
+
+@dataclass
+class _Row:
+    """One row's encoded context: per layer keys and values [1, kvH, L, D], states [L, d]."""
+
+    tokens: torch.Tensor  # [L]
+    positions: torch.Tensor  # [L]
+    kv: list[tuple[torch.Tensor, torch.Tensor]]
+    hidden: torch.Tensor
+
+
+@dataclass
+class _State:
+    """The rows' keys and values (context then one place per window slot) and what was fed."""
+
+    kv: list[tuple[torch.Tensor, torch.Tensor]]  # per layer [R, kvH, Lk + W, D]
+    key_pos: torch.Tensor  # [R, Lk + W]
+    key_ok: torch.Tensor  # [R, Lk]: real context keys
+    ctx_hidden: torch.Tensor  # [R, Lk, d]
+    win_hidden: torch.Tensor  # [R, W, d]
+    fed: torch.Tensor  # [R, W] slots whose keys, values and states are in place
+    fed_ids: torch.Tensor  # [R, W] the tokens they were fed as
+    before: torch.Tensor  # [R, W] index of the predicting state: < W a slot's, else W + a context key's
+
+    def select(self, rows: torch.Tensor) -> "_State":
+        pick = lambda t: t.index_select(0, rows)  # noqa: E731
+        return _State([(pick(k), pick(v)) for k, v in self.kv], pick(self.key_pos), pick(self.key_ok),
+                      pick(self.ctx_hidden), pick(self.win_hidden), pick(self.fed), pick(self.fed_ids), pick(self.before))
+
+
+@dataclass
+class CausalBound:
+    ids: torch.Tensor  # [R, Lc]
+    pos: torch.Tensor  # [R, Lc]
+    valid: torch.Tensor  # [R, Lc]
+    state: _State | None = None
+
+    def select(self, rows: torch.Tensor) -> "CausalBound":
+        pick = lambda t: t.index_select(0, rows)  # noqa: E731
+        return CausalBound(pick(self.ids), pick(self.pos), pick(self.valid), None if self.state is None else self.state.select(rows))
+
+
+class CausalLM(HFDiffusionModel):
+    """HFDiffusionModel for a causal family (families.Family.causal), with incremental states."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._rows: OrderedDict[int, _Row] = OrderedDict()
+        self._serial = 0
+
+    def bind_context(self, context: HFContext, rows: torch.Tensor, pos: torch.Tensor) -> CausalBound:
+        rows = rows.to(self.device)
+        return CausalBound(context.ids.index_select(0, rows), pos.to(self.device), context.valid.index_select(0, rows))
+
+    def set_cache_mode(self, mode: str, refresh_every: int | None = None) -> None:
+        super().set_cache_mode(mode, refresh_every)  # checked; a causal model's states are final either way
+
+    # -- context ---------------------------------------------------------------------------------
+
+    def _encode_row(self, tokens: torch.Tensor, positions: torch.Tensor) -> _Row:
+        """The states of one row's context, reusing the longest cached run of equal tokens at equal
+        positions (the prefix the document had at an earlier fill)."""
+        if len(tokens) == 0:
+            return self._empty_row()
+        best, n = None, 0
+        for key, row in self._rows.items():
+            m = min(len(row.tokens), len(tokens))
+            same = (row.tokens[:m] == tokens[:m]) & (row.positions[:m] == positions[:m])
+            k = m if bool(same.all()) else int((~same).nonzero()[0])
+            if k > n:
+                best, n = key, k
+        if best is not None and n == len(tokens):
+            row = self._rows[best]
+            self._rows.move_to_end(best)
+            return _Row(tokens, positions, [(k[:, :, :n], v[:, :, :n]) for k, v in row.kv], row.hidden[:n])
+        row = self._rows[best] if best is not None else self._empty_row()
+        past, past_h = [(k[:, :, :n], v[:, :, :n]) for k, v in row.kv], row.hidden[:n]
+        cache = _Appending(past)
+        q_pos = positions[None, n:]
+        mask = additive_mask(torch.ones((1, len(tokens)), dtype=torch.bool, device=self.device), len(tokens) - n,
+                             self.dtype, n, positions[None], q_pos)
+        h = self._run(tokens[None, n:], q_pos, mask, cache)[0]
+        kv = [(torch.cat([k, fk], 2), torch.cat([v, fv], 2)) for (k, v), (fk, fv) in zip(past, cache.fresh)]
+        out = _Row(tokens, positions, kv, torch.cat([past_h, h]))
+        self._serial += 1
+        self._rows[self._serial] = out
+        while len(self._rows) > PREFIX_ENTRIES:
+            self._rows.popitem(last=False)
+        return out
+
+    def _empty_row(self) -> _Row:
+        cfg = self.backbone.config
+        empty = torch.zeros((1, cfg.num_key_value_heads, 0, cfg.hidden_size // cfg.num_attention_heads), dtype=self.dtype,
+                            device=self.device)
+        none = torch.zeros(0, dtype=torch.long, device=self.device)
+        return _Row(none, none, [(empty, empty)] * len(self.backbone.layers),
+                    torch.zeros((0, cfg.hidden_size), dtype=self.dtype, device=self.device))
+
+    def _start(self, ctx: CausalBound, pos: torch.Tensor, valid: torch.Tensor) -> _State:
+        """Each row's context (what precedes its last slot) encoded, and room for its windows."""
+        tokens, positions, ok = self._layout(torch.full_like(pos, self.mask_id), pos, valid, ctx)
+        n_ctx = 1 + ctx.ids.shape[1]
+        tokens, positions, ok = tokens[:, :n_ctx], positions[:, :n_ctx], ok[:, :n_ctx]
+        last = torch.where(valid, pos + 1, -1).max(1).values  # a row's last slot's layout position
+        rows = []
+        for r in range(pos.shape[0]):
+            keep = (ok[r] & (positions[r] < last[r])).nonzero().flatten()
+            order = keep[torch.argsort(positions[r, keep])]
+            rows.append(self._encode_row(tokens[r, order], positions[r, order]))
+        R, W = pos.shape
+        Lk = max(1, max(len(x.tokens) for x in rows))
+        cfg = self.backbone.config
+        heads, d = cfg.num_key_value_heads, cfg.hidden_size // cfg.num_attention_heads
+        kv = [(torch.zeros((R, heads, Lk + W, d), dtype=self.dtype, device=self.device),
+               torch.zeros((R, heads, Lk + W, d), dtype=self.dtype, device=self.device)) for _ in self.backbone.layers]
+        key_pos = torch.zeros((R, Lk + W), dtype=torch.long, device=self.device)
+        key_pos[:, Lk:] = pos + 1
+        key_ok = torch.zeros((R, Lk), dtype=torch.bool, device=self.device)
+        ctx_hidden = torch.zeros((R, Lk, cfg.hidden_size), dtype=self.dtype, device=self.device)
+        for r, row in enumerate(rows):
+            L = len(row.tokens)
+            for (k, v), (rk, rv) in zip(kv, row.kv):
+                k[r, :, :L], v[r, :, :L] = rk[0], rv[0]
+            key_pos[r, :L], key_ok[r, :L], ctx_hidden[r, :L] = row.positions, True, row.hidden
+        # The state that predicts each slot: the one at the layout position before it.
+        all_pos = torch.cat([pos + 1, key_pos[:, :Lk]], dim=1)
+        all_ok = torch.cat([valid, key_ok], dim=1)
+        size = int(all_pos.max()) + 2
+        before = position_index(all_pos, all_ok, size).gather(1, pos.clamp_min(0))  # slot at p + 1, predictor at p
+        win_hidden = torch.zeros((R, W, cfg.hidden_size), dtype=self.dtype, device=self.device)
+        fed = torch.zeros((R, W), dtype=torch.bool, device=self.device)
+        return _State(kv, key_pos, key_ok, ctx_hidden, win_hidden, fed, torch.zeros_like(pos), before)
+
+    # -- windows ---------------------------------------------------------------------------------
+
+    def _feed(self, st: _State, ids: torch.Tensor, pos: torch.Tensor, new: torch.Tensor) -> None:
+        """Run the slots ``new`` [R, W] (committed, not yet run), attending to the context and the
+        slots before them, and keep their keys, values and states."""
+        R, W = ids.shape
+        Lk = st.key_ok.shape[1]
+        M = int(new.sum(1).max())
+        order = torch.argsort((~new).to(torch.int8), dim=1, stable=True)[:, :M]  # each row's new slots first, in order
+        q_ok = new.gather(1, order)
+        q_ids = torch.where(q_ok, ids.gather(1, order), self.pad_id)
+        q_pos = pos.gather(1, order) + 1
+        key_ok = torch.cat([st.key_ok, st.fed, q_ok], dim=1)
+        key_pos = torch.cat([st.key_pos, q_pos], dim=1)
+        mask = additive_mask(key_ok, M, self.dtype, Lk + W, key_pos, q_pos)
+        cache = _Appending(st.kv)
+        h = self._run(q_ids, q_pos, mask, cache)
+        rows = torch.arange(R, device=ids.device)[:, None].expand(R, M)[q_ok]
+        slots = order[q_ok]
+        for (k, v), (fk, fv) in zip(st.kv, cache.fresh):
+            k[rows, :, Lk + slots] = fk.transpose(1, 2)[q_ok]
+            v[rows, :, Lk + slots] = fv.transpose(1, 2)[q_ok]
+        st.win_hidden[rows, slots] = h[q_ok]
+        st.fed |= new
+        st.fed_ids = torch.where(new, ids, st.fed_ids)
+
+    @torch.no_grad()
+    def window_hidden(self, ids: torch.Tensor, pos: torch.Tensor, valid: torch.Tensor, ctx: CausalBound) -> torch.Tensor:
+        if ctx.state is None:
+            ctx.state = self._start(ctx, pos, valid)
+        st = ctx.state
+        committed = valid & (ids != self.mask_id) & (ids != self.pad_id)
+        stale = (st.fed & (~committed | (ids != st.fed_ids))).any(1)
+        if stale.any():  # a slot masked again or changed: run the row's committed slots again
+            st.fed[stale] = False
+        new = committed & ~st.fed
+        if new.any():
+            self._feed(st, ids, pos, new)
+        states = torch.cat([st.win_hidden, st.ctx_hidden], dim=1)
+        return states.gather(1, st.before[..., None].expand(-1, -1, states.shape[-1]))
