@@ -10,7 +10,7 @@ the document last, else the least loaded). A ``cancel`` cancels the request's st
 Serve delivers to the replica running it. When a replica dies under a request (killed, its node
 lost), the request is sent again, to another replica, up to ``retries`` times; after that its
 client gets an ``engine_error`` frame that says so. The figures at /metrics: the front's
-``infill_router_*`` and every replica's (infill/serve/ray_metrics.py).
+``infill_router_*``, every replica's, and Ray Serve's own (infill/serve/ray_metrics.py).
 
 The deployment: ``--replicas N`` fixed, or ``--autoscale MIN:MAX`` (Ray Serve's autoscaler on
 ongoing requests per replica); ``--gpus-per-replica G`` and ``--cpus-per-replica C`` reserve Ray
@@ -66,6 +66,8 @@ class RayOptions:
     address: str | None = None  # a running cluster; None: start a local one
     retries: int = 1  # a request whose replica died is sent again this many times
     imbalance: int = 8  # the router leaves a document's replica when its queue is this much longer
+    target_ongoing: float | None = None  # autoscaling: ongoing requests per replica it aims at
+    autoscaling_overrides: dict | None = None  # more of Ray Serve's AutoscalingConfig (delays, windows)
     health_check_s: float = 2.0
     app: str = APP_NAME
 
@@ -96,8 +98,9 @@ def application(model_args: argparse.Namespace, config: ServeConfig, opts: RayOp
     }
     if opts.autoscale is not None:
         lo, hi = opts.autoscale
-        options["autoscaling_config"] = {"min_replicas": lo, "max_replicas": hi,
-                                         "target_ongoing_requests": max(2, config.max_batch // 4)}
+        target = opts.target_ongoing if opts.target_ongoing is not None else max(2, config.max_batch // 4)
+        options["autoscaling_config"] = {"min_replicas": lo, "max_replicas": hi, "target_ongoing_requests": target,
+                                         **(opts.autoscaling_overrides or {})}
     else:
         options["num_replicas"] = opts.replicas
     return serve.deployment(EngineReplica).options(**options).bind(
@@ -112,9 +115,9 @@ def is_replica_failure(e: BaseException) -> bool:
 
 
 class RouterMetrics:
-    """The front's own figures, plus every replica's (ray_metrics.ReplicaFigures), as one text."""
+    """The front's own figures, plus every replica's and Ray Serve's (infill.serve.ray_metrics), as one text."""
 
-    def __init__(self, figures=None):
+    def __init__(self, figures=None, ray_figures=None):
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self.registry = r = CollectorRegistry()
@@ -126,8 +129,9 @@ class RouterMetrics:
         self.retries = Counter("infill_router_retries", "requests sent again after their replica died", registry=r)
         self.replicas = Gauge("infill_router_replicas", "replicas whose figures are current", registry=r)
         self.figures = figures
-        if figures is not None:
-            r.register(figures)
+        for collector in (figures, ray_figures):
+            if collector is not None:
+                r.register(collector)
 
     def text(self) -> bytes:
         from prometheus_client import generate_latest
@@ -287,7 +291,7 @@ class RayFront:
     def __init__(self, model_args: argparse.Namespace, config: ServeConfig, opts: RayOptions):
         from ray import serve
 
-        from infill.serve.ray_metrics import ReplicaFigures, start_board
+        from infill.serve.ray_metrics import RayServeFigures, ReplicaFigures, start_board
 
         self.opts = opts
         self.board_name = f"{opts.app}-metrics"
@@ -298,7 +302,8 @@ class RayFront:
         info = self.handle.info.remote().result()
         self.info = info
         self.figures = ReplicaFigures(self.board)
-        self.metrics = RouterMetrics(self.figures)
+        self.ray_figures = RayServeFigures()
+        self.metrics = RouterMetrics(self.figures, self.ray_figures)
         self.dispatcher = RayDispatcher(self.handle, self.metrics, config.max_queue, opts.retries)
         model = SimpleNamespace(model_id=info["model"], model=SimpleNamespace(languages=info["languages"]))
         self.serve = InfillServe(model, config, batcher=self.dispatcher, metrics=self.metrics)
@@ -311,28 +316,22 @@ class RayFront:
     def port(self) -> int | None:
         return self.serve.port
 
-    def scale(self, replicas: int) -> None:
-        """Redeploy with ``replicas`` replicas (Ray Serve adds or drains replicas; requests go on)."""
-        from ray import serve
-
-        self.opts.replicas, self.opts.autoscale = replicas, None
-        serve.run(application(self.model_args, self.serve.config, self.opts, self.board_name), name=self.opts.app,
-                  route_prefix=None)
-
-    async def _poll_figures(self, every_s: float = 1.0) -> None:
+    async def _poll(self, figures, every_s: float) -> None:
         while True:
             try:
-                self.figures.last = await self.board.texts.remote()
+                await figures.refresh()
             except Exception as e:  # noqa: BLE001 -- serve the figures we had
-                log.debug("metrics board: %s", e)
+                log.debug("figures: %s", e)
             await asyncio.sleep(every_s)
 
     async def run(self, stop: asyncio.Event, ready: threading.Event | None = None) -> None:
-        poll = asyncio.ensure_future(self._poll_figures())
+        polls = [asyncio.ensure_future(self._poll(self.figures, 1.0)),
+                 asyncio.ensure_future(self._poll(self.ray_figures, 5.0))]
         try:
             await self.serve.run(stop, ready)
         finally:
-            poll.cancel()
+            for p in polls:
+                p.cancel()
 
     def delete(self) -> None:
         """Remove the deployment from the cluster (the replicas stop)."""
@@ -367,6 +366,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     n.add_argument("--replicas", type=int_in(1), default=None, help="replicas (default 1)")
     n.add_argument("--autoscale", metavar="MIN:MAX", type=replicas_range, default=None,
                    help="let Ray Serve scale between MIN and MAX replicas on ongoing requests")
+    g.add_argument("--target-ongoing", metavar="N", type=float_in(0.0, lo_open=True), default=None,
+                   help="with --autoscale: ongoing requests per replica to aim at (default max(2, max-batch/4))")
     g.add_argument("--gpus-per-replica", metavar="G", type=float_in(0.0), default=0.0, help="GPUs reserved per replica (default 0)")
     g.add_argument("--cpus-per-replica", metavar="C", type=float_in(0.0), default=1.0, help="CPUs reserved per replica (default 1)")
     g.add_argument("--address", metavar="ADDR", default=None,
@@ -380,8 +381,8 @@ def check_arguments(args: argparse.Namespace) -> str | None:
     if not getattr(args, "ray", False):
         used = [flag for flag, value in (("--replicas", args.replicas), ("--autoscale", args.autoscale),
                                          ("--address", args.address)) if value is not None]
-        if args.gpus_per_replica:
-            used.append("--gpus-per-replica")
+        used += [flag for flag, value in (("--gpus-per-replica", args.gpus_per_replica),
+                                          ("--target-ongoing", args.target_ongoing)) if value]
         return f"{', '.join(used)} need(s) --ray" if used else None
     if not ray_available():
         return INSTALL_HINT
@@ -407,7 +408,8 @@ def main(args: argparse.Namespace) -> int:
     import ray
 
     opts = RayOptions(replicas=args.replicas or 1, autoscale=args.autoscale, gpus_per_replica=args.gpus_per_replica,
-                      cpus_per_replica=args.cpus_per_replica, address=args.address, retries=args.retries)
+                      cpus_per_replica=args.cpus_per_replica, address=args.address, retries=args.retries,
+                      target_ongoing=args.target_ongoing)
     config = config_from_args(args)
     if args.model is not None and not Path(args.model).is_dir():
         print(f"infill serve: error: --model {args.model}: no such directory", file=sys.stderr)

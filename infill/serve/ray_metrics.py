@@ -10,9 +10,11 @@ to the metrics board, a small named Ray actor (no CPU reserved) that the front o
 - every replica's figures, each sample labelled ``replica="<Ray Serve replica id>"``; a replica
   that has not pushed for ``stale_s`` seconds (gone) is left out.
 
-Ray Serve's own figures (``ray_serve_*``: per-replica request counts, queue lengths,
-processing latency, replica starts and health) are exported by Ray's metrics agent on each node,
-not here (docs/serve-ray.md says where to scrape them).
+- Ray Serve's own figures (``ray_serve_*``: requests, queue lengths, processing latency, replica
+  health and starts, autoscaling targets), read every few seconds from Ray's metrics agent on
+  every live node (the port Ray reports for it) and passed on as they are.
+
+It computes no figure of its own and keeps no history: each scrape shows the latest texts.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import time
 
 BOARD_NAMESPACE = "infill"
+RAY_SERVE_PREFIX = "ray_serve_"
 
 
 class MetricsBoard:
@@ -54,34 +57,84 @@ def get_board(name: str):
     return ray.get_actor(name, namespace=BOARD_NAMESPACE)
 
 
+def merged(texts, label: str | None = None):
+    """The metric families of several Prometheus texts as one set of families (one HELP and TYPE
+    each); ``texts``: (source, text) pairs, and with ``label`` every sample is labelled with its
+    source. Creation-time families (``*_created``) are left out."""
+    from prometheus_client.metrics_core import Metric
+    from prometheus_client.parser import text_string_to_metric_families
+    from prometheus_client.samples import Sample
+
+    families: dict[str, Metric] = {}
+    for source, text in texts:
+        try:
+            parsed = list(text_string_to_metric_families(text))
+        except Exception:  # noqa: BLE001 -- an unreadable text costs its own figures only
+            continue
+        for fam in parsed:
+            if fam.name.endswith("_created"):
+                continue
+            out = families.get(fam.name)
+            if out is None:
+                out = families[fam.name] = Metric(fam.name, fam.documentation, fam.type, fam.unit)
+            extra = {label: source} if label else {}
+            out.samples.extend(Sample(x.name, {**x.labels, **extra}, x.value, x.timestamp, x.exemplar) for x in fam.samples)
+    return list(families.values())
+
+
 class ReplicaFigures:
-    """A prometheus_client collector: the families of every replica's text, labelled by replica."""
+    """A prometheus_client collector: every replica's figures from the board, labelled by replica."""
 
     def __init__(self, board):
         self.board = board
         self.last: dict[str, str] = {}
 
-    def refresh(self, timeout_s: float = 5.0) -> None:
-        import ray
-
-        try:
-            self.last = ray.get(self.board.texts.remote(), timeout=timeout_s)
-        except Exception:  # noqa: BLE001 -- serve the figures we had
-            pass
+    async def refresh(self) -> None:
+        self.last = await self.board.texts.remote()
 
     def collect(self):
-        from prometheus_client.metrics_core import Metric
-        from prometheus_client.parser import text_string_to_metric_families
-        from prometheus_client.samples import Sample
+        yield from merged(sorted(self.last.items()), "replica")
 
-        families: dict[str, Metric] = {}
-        for replica, text in sorted(self.last.items()):
-            for fam in text_string_to_metric_families(text):
-                if fam.name.endswith("_created"):  # creation times: of no use summed over replicas
-                    continue
-                out = families.get(fam.name)
-                if out is None:
-                    out = families[fam.name] = Metric(fam.name, fam.documentation, fam.type, fam.unit)
-                out.samples.extend(Sample(s.name, {**s.labels, "replica": replica}, s.value, s.timestamp, s.exemplar)
-                                   for s in fam.samples)
-        yield from families.values()
+
+def ray_serve_only(text: str) -> str:
+    """The lines of a Prometheus text that belong to Ray Serve's families (``ray_serve_*``)."""
+    keep = []
+    for line in text.splitlines():
+        name = line.split(" ", 3)[2] if line.startswith("# ") and line.count(" ") >= 2 else line
+        if name.startswith(RAY_SERVE_PREFIX):
+            keep.append(line)
+    return "\n".join(keep) + "\n"
+
+
+class RayServeFigures:
+    """A prometheus_client collector: Ray Serve's own figures, read from the metrics agent of every
+    live node of the cluster (its ``MetricsExportPort``; Ray's own labels tell nodes and replicas
+    apart)."""
+
+    def __init__(self, timeout_s: float = 5.0):
+        self.timeout_s = timeout_s
+        self.last: dict[str, str] = {}
+
+    def _read(self) -> dict[str, str]:
+        import urllib.request
+
+        import ray
+
+        texts = {}
+        for node in ray.nodes():
+            if not node.get("Alive") or not node.get("MetricsExportPort"):
+                continue
+            url = f"http://{node['NodeManagerAddress']}:{node['MetricsExportPort']}/metrics"
+            try:
+                texts[url] = ray_serve_only(urllib.request.urlopen(url, timeout=self.timeout_s).read().decode())
+            except Exception:  # noqa: BLE001 -- a node's agent not up (yet): its figures are missing
+                continue
+        return texts
+
+    async def refresh(self) -> None:
+        import asyncio
+
+        self.last = await asyncio.to_thread(self._read)
+
+    def collect(self):
+        yield from merged(sorted(self.last.items()))

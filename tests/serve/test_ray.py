@@ -116,6 +116,10 @@ def test_language_servers_fill_through_two_replicas(cluster, tmp_path):
         # every document's first fill came from a replica (later keystrokes may be typed through
         # the language server's cached fill)
         assert sum(served.values()) >= 4 * 3
+        end = time.monotonic() + 60  # and Ray Serve's own figures, read from Ray's metrics agent every 5 s
+        while "ray_serve_deployment_replica_healthy" not in metrics(url):
+            assert time.monotonic() < end
+            time.sleep(1)
     finally:
         for c in clients:
             c.proc.kill()
@@ -128,7 +132,12 @@ def test_language_servers_fill_through_two_replicas(cluster, tmp_path):
 def front(cluster):
     from infill.serve.ray_front import RayFront, RayOptions
 
-    f = RayFront(MODEL_ARGS, ServeConfig(port=0), RayOptions(replicas=2, cpus_per_replica=0.5, health_check_s=1.0))
+    # 2 to 3 replicas, aiming at one ongoing request each, with short autoscaling delays (Ray
+    # Serve's defaults wait 30 s to add and 10 min to remove)
+    opts = RayOptions(autoscale=(2, 3), target_ongoing=1, cpus_per_replica=0.5, health_check_s=1.0,
+                      autoscaling_overrides={"metrics_interval_s": 0.5, "look_back_period_s": 2.0,
+                                             "upscale_delay_s": 1.0, "downscale_delay_s": 3.0})
+    f = RayFront(MODEL_ARGS, ServeConfig(port=0), opts)
     srv = ServerThread(None, serve=f)
     try:
         yield f, srv
@@ -223,49 +232,61 @@ def test_a_killed_replica_costs_no_request(front):
         ws.close()
 
 
-def _replicas_running() -> int:
-    from ray import serve
+def _replica_actors() -> set[str]:
+    """The running replicas' actor names (SERVE_REPLICA::<app>#<deployment>#<replica id>)."""
+    return {a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith("SERVE_REPLICA::")}
 
-    app = serve.status().applications["infill"]
-    return sum(d.replica_states.get("RUNNING", 0) for d in app.deployments.values())
+
+def _wait_for(pred, timeout: float = 90) -> None:
+    end = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.25)
 
 
 def test_replicas_added_and_removed_while_clients_type(front):
+    """Three typists push Ray Serve's autoscaler from 2 replicas to 3 (each opening a new document
+    every few keystrokes, so new documents reach the new replica); then two stop, and it goes
+    back to 2 while the third types on. Every request is answered."""
     f, srv = front
-    stop = threading.Event()
-    results: list[int] = []
+    stops = [threading.Event() for _ in range(3)]
+    results: list[tuple[int, str]] = []
     errors: list[BaseException] = []
 
     def typist(i: int) -> None:
         client = EngineClient(srv.url)
-        text = SOURCE
+        text, n = SOURCE, 0
         try:
-            while not stop.is_set():
-                text += "x"
+            while not stops[i].is_set():
+                text, n = text + "x", n + 1
+                path = f"file:///typist{i}-{n // 5}.py"
                 try:
-                    client.fill(request(text, f"file:///typist{i}.py"))
-                    results.append(i)
+                    client.fill(request(text, path))
+                    results.append((i, path))
                 except Exception as e:  # noqa: BLE001
                     errors.append(e)
         finally:
             client.close()
 
+    _wait_for(lambda: len(_replica_actors()) == 2)  # the killed one of the test before was replaced
+    two = _replica_actors()
     threads = [threading.Thread(target=typist, args=(i,)) for i in range(3)]
     for t in threads:
         t.start()
     try:
-        time.sleep(2)
-        f.scale(3)  # returns when the third replica runs
-        assert _replicas_running() == 3
-        time.sleep(3)
-        f.scale(1)
-        end = time.monotonic() + 60
-        while _replicas_running() != 1:
-            assert time.monotonic() < end
-            time.sleep(0.5)
-        time.sleep(3)
+        _wait_for(lambda: len(_replica_actors()) == 3)
+        three = _replica_actors()
+        assert two < three  # one added; the two running were not restarted
+        added = (three - two).pop().rsplit("#", 1)[1]
+        _wait_for(lambda: any(r == added for _, r in list(f.dispatcher.routed)), timeout=60)  # and it fills
+        stops[1].set()
+        stops[2].set()
+        _wait_for(lambda: len(_replica_actors()) == 2)  # one removed while typist 0 types on
+        count = sum(1 for i, _ in results if i == 0)
+        _wait_for(lambda: sum(1 for i, _ in results if i == 0) >= count + 3, timeout=60)
     finally:
-        stop.set()
+        for s in stops:
+            s.set()
         for t in threads:
             t.join(120)
     assert not errors, errors[:3]
