@@ -20,6 +20,9 @@ BUILDERS = {
     "open-dcoder": lambda d: C.open_dcoder(d),
     "llada": lambda d: C.llada(d),
     "dream-small": lambda d: C.dream(d, variant="dream-coder", small_vocab=True, seed=5),
+    "causal-llama": lambda d: C.causal_llama(d),
+    "causal-llama-int8": lambda d: C.causal_llama(d, variant="int8"),
+    "causal-qwen2": lambda d: C.open_dcoder(d, mask=False),
 }
 
 

@@ -234,3 +234,75 @@ def llada(directory: Path, seed: int = 2) -> Path:
         {"bos_token": "<|startoftext|>", "eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"}, indent=2))
     save_sharded(llada_state(cfg, seed=seed), directory, shards=3)
     return directory
+
+
+# A plain causal Llama (SmolLM2's layout, in small): specials after the normal vocabulary.
+CAUSAL_SPECIALS = {400: "<|endoftext|>", 401: "<|im_start|>", 402: "<|im_end|>", 403: "<repo_name>"}
+CAUSAL_LLAMA = dict(SMALL, vocab_size=416, max_position_embeddings=2048, rms_norm_eps=1e-5, rope_theta=10000.0)
+
+
+def llama_state(cfg: dict, tied: bool, seed: int) -> dict[str, torch.Tensor]:
+    """A Llama network's tensors (no q/k/v biases), random."""
+    g = torch.Generator().manual_seed(seed)
+    d, f, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    H, K = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = d // H
+
+    def w(*shape, std=0.2):
+        return torch.randn(*shape, generator=g) * std
+
+    s = {"model.embed_tokens.weight": w(V, d, std=1.0), "model.norm.weight": 1 + w(d, std=0.1)}
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        s.update({
+            p + "self_attn.q_proj.weight": w(H * hd, d), p + "self_attn.k_proj.weight": w(K * hd, d),
+            p + "self_attn.v_proj.weight": w(K * hd, d), p + "self_attn.o_proj.weight": w(d, H * hd),
+            p + "mlp.gate_proj.weight": w(f, d), p + "mlp.up_proj.weight": w(f, d), p + "mlp.down_proj.weight": w(d, f),
+            p + "input_layernorm.weight": 1 + w(d, std=0.1), p + "post_attention_layernorm.weight": 1 + w(d, std=0.1),
+        })
+    if not tied:
+        s["lm_head.weight"] = w(V, d)
+    return s
+
+
+def int8_state(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Every matrix as int8 with its per-row ``<name>_scale`` (infill/model/hf/int8.py), the rest fp32."""
+    from infill.model.hf import int8
+
+    out = {}
+    for k, v in state.items():
+        if v.ndim == 2:
+            out[k], out[k + int8.SCALE_SUFFIX] = int8.quantize(v)
+        else:
+            out[k] = v.float()
+    return out
+
+
+def dequantized_state(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The float tensors an int8 state stands for."""
+    from infill.model.hf import int8
+
+    scales = {k[: -len(int8.SCALE_SUFFIX)]: v for k, v in state.items() if k.endswith(int8.SCALE_SUFFIX)}
+    return {k: int8.dequantize(v, scales[k], torch.float32) if k in scales else v.float()
+            for k, v in state.items() if not k.endswith(int8.SCALE_SUFFIX)}
+
+
+def causal_llama(directory: Path, seed: int = 6, variant: str = "float", state: dict | None = None) -> Path:
+    """A plain LlamaForCausalLM checkpoint (no mask token anywhere): 2 layers of 32, a 416-row
+    vocabulary (the tokenizer's 404, then padding), EOS = BOS = <|endoftext|> 400, fp32 weights.
+    ``variant`` "int8": every matrix stored as int8 with its scale; ``state``: these tensors instead."""
+    directory.mkdir(parents=True, exist_ok=True)
+    tok = bpe_tokenizer(CAUSAL_SPECIALS)
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **CAUSAL_LLAMA, "hidden_act": "silu",
+           "tie_word_embeddings": False, "bos_token_id": 400, "eos_token_id": 400, "torch_dtype": "float32"}
+    (directory / "config.json").write_text(json.dumps(cfg, indent=2))
+    tok.save(str(directory / "tokenizer.json"))
+    (directory / "tokenizer_config.json").write_text(json.dumps(
+        {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "model_max_length": 2048}, indent=2))
+    if state is None:
+        state = llama_state(cfg, tied=False, seed=seed)
+        if variant == "int8":
+            state = int8_state(state)
+    state = {k: v.contiguous() for k, v in state.items()}
+    save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
+    return directory
