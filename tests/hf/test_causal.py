@@ -291,10 +291,6 @@ def test_a_slot_changed_or_masked_again_is_fed_again(hf_models, hf_dirs):
     ], W=6)
 
 
-@pytest.mark.xfail(strict=True, reason="CausalLM.window_hidden keeps the states of a slot fed while an earlier "
-                   "slot was masked: when that earlier slot is committed again (the frontier after a repair that "
-                   "masked slots 1 and 3), slot 2's keys, values and state are not run again, so slot 3 is "
-                   "predicted from a state that never saw slot 1")
 def test_a_slot_committed_again_before_a_fed_slot_refeeds_it(hf_models, hf_dirs):
     m, tok = hf_models("causal-llama")
     (t, x), M = trace_tokens(tok), m.mask_id

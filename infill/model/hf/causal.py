@@ -215,6 +215,8 @@ class CausalLM(HFDiffusionModel):
         st = ctx.state
         committed = valid & (ids != self.mask_id) & (ids != self.pad_id)
         stale = (st.fed & (~committed | (ids != st.fed_ids))).any(1)
+        first_new = torch.where(committed & ~st.fed, pos, torch.iinfo(pos.dtype).max).min(1).values
+        stale |= (st.fed & (pos > first_new[:, None])).any(1)  # a slot committed before a fed one (after a repair)
         if stale.any():  # a slot masked again or changed: run the row's committed slots again
             st.fed[stale] = False
         new = committed & ~st.fed
