@@ -246,10 +246,9 @@ class Engine:
         leads = [self.indent_tokens(w) if w is not None else [] for w in widths]
         leads = [lead if len(lead) < window else [] for lead, window in zip(leads, windows)]
         heals = [b""] * len(windows)
-        if self.model.capabilities.left_to_right:
-            leads = [[] for _ in windows]
-            for h in range(len(windows)):
-                heals[h] = self.heal(segments[h])
+        if self.model.capabilities.left_to_right:  # a hole whose indentation is committed (a lead) is not healed:
+            for h in range(len(windows)):  # the language's steering reads its fill from that indentation on
+                heals[h] = self.heal(segments[h]) if not leads[h] else b""
                 if heals[h]:
                     segments[h], windows[h] = segments[h][:-1], windows[h] + 1
         return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000, indents, form, leads, heals)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -66,8 +67,17 @@ def load(key):
     return StubEngine()
 
 
+def model_dir_saying(languages: list[str]) -> Path:
+    """A model directory whose config.json says ``languages`` (what initialize advertises before the load)."""
+    directory = Path(tempfile.mkdtemp(prefix="infill-stub-model-"))
+    (directory / "config.json").write_text(json.dumps({"architecture": "stub", "languages": languages}))
+    return directory
+
+
 if __name__ == "__main__":
-    from infill.lsp.server import create_server
+    import infill.lsp.server as server
     from infill.lsp.transport import serve_stdio
 
-    serve_stdio(create_server(loader=load))
+    stub_dir = model_dir_saying(json.loads(os.environ.get("INFILL_STUB_LANGUAGES", '["python"]')))
+    server.bundled_model_dir = lambda: stub_dir  # the stub engine's languages, advertised as a model's would be
+    serve_stdio(server.create_server(loader=load))

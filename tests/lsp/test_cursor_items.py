@@ -9,8 +9,10 @@ from infill.lsp.server import (bundled_model_dir, completion_snippet, declared_l
                                trim_trailing_blank_line)
 
 
-def test_the_bundled_model_says_python(tmp_path):
-    assert declared_languages(bundled_model_dir()) == ("python",)
+def test_the_bundled_model_says_its_languages(tmp_path):
+    from infill.syntax.languages import specs
+
+    assert set(declared_languages(bundled_model_dir())) == set(specs())  # every language of grammars/
     (tmp_path / "config.json").write_text(json.dumps({"architecture": "x"}))
     assert declared_languages(tmp_path) is None
     assert declared_languages(tmp_path / "missing") is None
