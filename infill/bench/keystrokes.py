@@ -437,7 +437,7 @@ def run_keystrokes(model_dir: Path | str | None = None, *, documents: int | Sequ
     ``documents``: one phase per value, in order, in the same server session (e.g. ``(1, 8)``).
     """
     from infill.engine.fill import DEFAULT_MODEL_DIR
-    from infill.model.tokenizer import Tokenizer
+    from infill.model.hf.tokenizer import HFTokenizer, load_hf_tokenizer
 
     phases = [documents] if isinstance(documents, int) else list(documents)
     if not phases or any(n < 1 for n in phases):
@@ -445,9 +445,10 @@ def run_keystrokes(model_dir: Path | str | None = None, *, documents: int | Sequ
     if keystrokes < 1 or warmup < 0:
         raise InputError("keystrokes must be >= 1 and warmup >= 0")
     resolved = Path(model_dir).expanduser() if model_dir is not None else DEFAULT_MODEL_DIR
-    if not (resolved / "tokenizer.json").is_file():
-        raise InputError(f"model directory {resolved}: no tokenizer.json (is the model there?)")
-    tokenizer = Tokenizer.from_file(resolved / "tokenizer.json")
+    if not resolved.is_dir():
+        raise InputError(f"model directory {resolved} does not exist")
+    # Only to count tokens as the model does: any model's tokenizer files, without its weights.
+    tokenizer = HFTokenizer(load_hf_tokenizer(resolved), pad_id=-1, mask_id=-1, eos_id=-1)
     out = Path(out_dir) if out_dir else DEFAULT_OUT_ROOT / f"lsp-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
     init_options: dict = {"maxTokens": max_tokens, "debounceMs": debounce_ms, "device": device}
