@@ -29,6 +29,9 @@ class Options:
     # such a fill takes about twice as long, so it is off where a keystroke waits.
     retry: bool = False
     feedback_file: str | None = None  # where infill.recordFeedback writes; None = the user data dir
+    # A cursor suggestion whose score (mean log-probability of its tokens) is below this is not
+    # shown; None = the model's calibrated default (config.json's min_score), or none. -1000 shows all.
+    min_score: float | None = None
 
     def model_key(self) -> tuple[str | None, str | None]:
         """What identifies the loaded model: changing it means loading another engine."""
@@ -40,6 +43,7 @@ _ALIASES = {
     "maxTokens": "max_tokens",
     "debounceMs": "debounce_ms", "debounce": "debounce_ms",
     "feedbackFile": "feedback_file",
+    "minScore": "min_score",
 }
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")  # infill/model/device.py: no mps
 
@@ -73,6 +77,12 @@ def _check(name: str, value: Any) -> Any:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value <= 1.0:
             raise ValueError(f"expected a number in (0, 1], got {value!r}")
+        return float(value)
+    if name == "min_score":
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value > 0:
+            raise ValueError(f"expected a number <= 0 (a mean log-probability), got {value!r}")
         return float(value)
     if name == "max_tokens":
         return _int(value, 1, MAX_TOKENS_LIMIT)

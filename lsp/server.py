@@ -55,14 +55,27 @@ def bundled_model_dir() -> Path:
     return Path(infill.model.__file__).resolve().parent / "default_model"
 
 
+def _model_config(model_dir: Path) -> dict:
+    """A model directory's config.json, read without loading the model ({} where unreadable)."""
+    try:
+        data = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def declared_languages(model_dir: Path) -> tuple[str, ...] | None:
     """config.json's ``languages`` (what DiffusionModel.languages will say once loaded), read without
     loading the model so that ``initialize`` can advertise them; None if the file says none."""
-    try:
-        langs = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8")).get("languages")
-    except (OSError, ValueError, AttributeError):
-        return None
+    langs = _model_config(model_dir).get("languages")
     return tuple(str(x) for x in langs) if isinstance(langs, list) and langs else None
+
+
+def declared_min_score(model_dir: Path) -> float | None:
+    """config.json's ``min_score``: the score (mean log-probability of a fill's tokens) under which
+    the model's cursor suggestions are not shown, as calibrated for that model; None: none."""
+    value = _model_config(model_dir).get("min_score")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def language_name(language_id: str | None) -> str | None:
@@ -137,6 +150,7 @@ class InfillServer(LanguageServer):
         self._progress_ids = itertools.count(1)
         self._load: tuple[Any, Any] | None = None  # (model key, its load's Future), the latest load started
         self.languages: tuple[str, ...] | None = None  # what the model knows (None: not said; all are served)
+        self.model_min_score: float | None = None  # the model's own calibrated floor (config.json's min_score)
         self._refused: set[str] = set()  # languages already told (once per session) that they get no fills
 
     # -- messages to the user ---------------------------------------------------------------
@@ -156,6 +170,10 @@ class InfillServer(LanguageServer):
 
     # -- options and the model ----------------------------------------------------------------
 
+    def min_score(self) -> float | None:
+        """The score under which a cursor suggestion is not shown: the client's minScore, else the model's."""
+        return self.options.min_score if self.options.min_score is not None else self.model_min_score
+
     def model_key(self) -> tuple[str | None, str]:
         return (self.options.model_path or self.defaults[0], self.options.device or self.defaults[1])
 
@@ -168,7 +186,8 @@ class InfillServer(LanguageServer):
         changed = self.model_key() != before
         if changed or self.languages is None:
             path = self.model_key()[0]
-            self.languages = declared_languages(Path(path).expanduser() if path else bundled_model_dir())
+            model_dir = Path(path).expanduser() if path else bundled_model_dir()
+            self.languages, self.model_min_score = declared_languages(model_dir), declared_min_score(model_dir)
             self._refused.clear()
         return changed
 
@@ -301,6 +320,10 @@ class InfillServer(LanguageServer):
             return None
         if result.fills[0].valid is False:  # a fill the engine judged not to parse is never shown
             log.debug("dropping a fill that does not parse at %s:%d", uri, position.line + 1)
+            return None
+        floor = self.min_score()
+        if floor is not None and result.fills[0].score < floor:  # a weak suggestion shown is worse than none
+            log.debug("dropping a fill scored %.3f (< %.3f) at %s:%d", result.fills[0].score, floor, uri, position.line + 1)
             return None
         line_end = text.find("\n", offset)
         fill = trim_trailing_blank_line(prepared.fill_text(result.fills[0].text),

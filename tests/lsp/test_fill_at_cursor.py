@@ -102,3 +102,29 @@ async def test_a_fill_that_does_not_parse_is_never_shown(tiny_engine):
         assert await server.fill_at_cursor(URI, types.Position(5, 7), automatic=False) is None
     finally:
         server.scheduler.shutdown()
+
+
+@pytest.mark.asyncio
+async def test_a_suggestion_scored_under_the_floor_is_not_shown(tiny_engine):
+    """Issue 28: a cursor suggestion whose score is under minScore (else the model's config.json
+    min_score) stays quiet; the same fill over the floor is shown."""
+    server = _server(tiny_engine)
+    try:
+        got = await server.fill_at_cursor(URI, types.Position(5, 7), automatic=False)
+        assert got is not None
+        server.options, _ = parse_options({**FAST, "minScore": 0.0})  # nothing scores above 0
+        assert await server.fill_at_cursor(URI, types.Position(5, 7), automatic=False) is None
+        server.options, _ = parse_options({**FAST, "minScore": -1000.0})
+        assert await server.fill_at_cursor(URI, types.Position(5, 7), automatic=False) is not None
+        server.options, _ = parse_options(FAST)
+        server.model_min_score = 0.0  # the model's own floor applies where the client sets none
+        assert await server.fill_at_cursor(URI, types.Position(5, 7), automatic=False) is None
+    finally:
+        server.scheduler.shutdown()
+
+
+def test_min_score_option_is_checked():
+    assert parse_options({"minScore": -0.5})[0].min_score == -0.5
+    for bad in (0.5, "low", True, float("nan")):
+        options, problems = parse_options({"minScore": bad})
+        assert options.min_score is None and problems, bad

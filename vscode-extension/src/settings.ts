@@ -15,10 +15,11 @@ export interface ServerOptions {
     constrained?: boolean;
     retry?: boolean;
     feedbackFile?: string;
+    minScore?: number;
 }
 
 export const SERVER_KEYS: readonly (keyof ServerOptions)[] = [
-    "modelPath", "device", "maxTokens", "steps", "threshold", "debounceMs", "constrained", "retry", "feedbackFile",
+    "modelPath", "device", "maxTokens", "steps", "threshold", "debounceMs", "constrained", "retry", "feedbackFile", "minScore",
 ];
 
 /** Settings whose change means a new server process (the others are sent to the running one). */
@@ -63,6 +64,8 @@ export function toServerOptions(get: (key: string) => unknown, exp: Expansion): 
     if (typeof retry === "boolean") out.retry = retry;
     const feedbackFile = str("feedbackFile");
     if (feedbackFile !== undefined) out.feedbackFile = expandPath(feedbackFile, exp.home, exp.workspaceFolder, exp.env);
+    const minScore = get("minScore");
+    if (typeof minScore === "number" && Number.isFinite(minScore) && minScore <= 0) out.minScore = minScore;
     return out;
 }
 

@@ -23,16 +23,17 @@ test("every server option maps, with paths expanded", () => {
     const opts = toServerOptions(getter({
         modelPath: "~/models/m", device: "cuda:1", maxTokens: 64, steps: 8, threshold: 0.9,
         debounceMs: 0, constrained: false, retry: true, feedbackFile: "${workspaceFolder}/fb.json", serverPath: "/x/infill", enable: false,
+        minScore: -0.4,
     }), exp);
     assert.deepEqual(opts, {
         modelPath: "/home/u/models/m", device: "cuda:1", maxTokens: 64, steps: 8, threshold: 0.9,
-        debounceMs: 0, constrained: false, retry: true, feedbackFile: "/ws/fb.json",
+        debounceMs: 0, constrained: false, retry: true, feedbackFile: "/ws/fb.json", minScore: -0.4,
     });
     assert.deepEqual(configurationPayload(opts), { infill: opts });
 });
 
 test("empty, null and mistyped values are left to the server's defaults", () => {
-    const opts = toServerOptions(getter({ modelPath: "  ", device: "", steps: null, threshold: null, maxTokens: 3.5, debounceMs: "10", constrained: "yes", retry: null }), exp);
+    const opts = toServerOptions(getter({ modelPath: "  ", device: "", steps: null, threshold: null, maxTokens: 3.5, debounceMs: "10", constrained: "yes", retry: null, minScore: 0.5 }), exp);
     assert.deepEqual(opts, {});
 });
 
