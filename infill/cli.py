@@ -165,6 +165,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     _add_delegated(over, "infill.bench.overhead", wanted=words[:2] == ["bench", "overhead"], model_options=True)
     lsp_bench = bench_sub.add_parser("lsp", help="keystroke -> inline-completion latency through the real language server")
     _add_delegated(lsp_bench, "infill.bench.keystrokes", wanted=words[:2] == ["bench", "lsp"], model_options=True)
+    cal = bench_sub.add_parser("calibrate", help="precision against coverage of the fill score; the threshold to stay quiet")
+    _add_delegated(cal, "infill.bench.calibrate", wanted=words[:2] == ["bench", "calibrate"], model_options=False)
     card = sub.add_parser("card", help="write a model's MODEL_CARD.md from its training facts and benchmark results")
     _add_delegated(card, "infill.train.model_card", wanted=words[:1] == ["card"], model_options=False)
     imp = sub.add_parser("import-gguf", help="a pretrained causal Llama network from a GGUF file, as a model directory")

@@ -1,0 +1,150 @@
+"""`infill bench calibrate`: precision against coverage of the fill score, and the threshold to stay quiet.
+
+A suggestion is *shown* where its fill is judged valid, is not blank, and scores (the mean
+log-probability of its tokens, Fill.score) at least the threshold; it is *right* where it passes
+its tests (`infill bench quality` records) or equals the hidden text, whitespace aside
+(`infill bench validity` records, their constrained fills). For each set of records:
+coverage = shown / requests, precision = right / shown, at every threshold.
+
+The threshold is chosen on the first set given (the calibration set): the lowest score at which
+precision there is at least ``--target`` (more coverage, as long as the target holds). The other
+sets report what that threshold gives on samples it was not chosen on. ``--write-config DIR``
+stores it as DIR/config.json's ``min_score`` (what the language server uses by default).
+
+Reads result files only: it runs no model. It does not choose per language.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from infill.errors import InputError
+
+GRID = (-0.05, -0.1, -0.15, -0.2, -0.25, -0.3, -0.4, -0.5, -0.75, -1.0, -1.5, -2.0, -3.0, float("-inf"))
+
+
+def read_set(path: Path) -> tuple[str, list[dict]]:
+    """(name, [{score, shown_ok, right}]) of one results directory (or results.jsonl file)."""
+    path = Path(path)
+    file = path if path.is_file() else path / "results.jsonl"
+    if not file.is_file():
+        raise InputError(f"{path}: no results.jsonl")
+    rows = []
+    for line in file.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        if r.get("mode", "constrained") != "constrained":
+            continue
+        if "passed" in r:  # infill bench quality
+            right = bool(r["passed"])
+        else:  # infill bench validity
+            right = bool(r.get("exact_stripped"))
+        fill = r.get("fill") or ""
+        rows.append({"score": r.get("score"), "ok": r.get("valid") is not False and r.get("engine_valid", True) is not False
+                     and bool(fill.strip()) and r.get("score") is not None, "right": right})
+    if not rows:
+        raise InputError(f"{file}: no constrained records")
+    name = file.parent.name if file.parent.name not in ("", ".") else file.name
+    if file.parent.parent.name.startswith("validity"):
+        name = f"{file.parent.parent.name}/{name}"
+    return name, rows
+
+
+def curve(rows: list[dict], thresholds=GRID) -> list[dict]:
+    """Coverage and precision of ``rows`` at each threshold."""
+    out = []
+    for t in thresholds:
+        shown = [r for r in rows if r["ok"] and r["score"] >= t]
+        out.append({"threshold": t, "coverage": len(shown) / len(rows),
+                    "precision": sum(r["right"] for r in shown) / len(shown) if shown else None, "shown": len(shown)})
+    return out
+
+
+def choose(rows: list[dict], target: float) -> float | None:
+    """The lowest score threshold whose precision on ``rows`` is at least ``target`` (None: none is)."""
+    best = None
+    for s in sorted({r["score"] for r in rows if r["ok"]}, reverse=True):
+        shown = [r for r in rows if r["ok"] and r["score"] >= s]
+        if sum(r["right"] for r in shown) / len(shown) >= target:
+            best = s
+    return best
+
+
+def plot(sets: dict[str, list[dict]], chosen: float | None, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.8, 4.6))
+    for i, (name, rows) in enumerate(sets.items()):
+        scores = sorted({r["score"] for r in rows if r["ok"]}, reverse=True)
+        pts = [(c["coverage"], c["precision"]) for c in curve(rows, scores) if c["precision"] is not None]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "-", color=f"C{i}", label=name, linewidth=1.2)
+        if chosen is not None:
+            at = curve(rows, [chosen])[0]
+            if at["precision"] is not None:
+                ax.plot([at["coverage"]], [at["precision"]], "o", color=f"C{i}")
+    ax.set_xlabel("coverage (share of requests that get a suggestion)")
+    ax.set_ylabel("precision (share of shown suggestions that are right)")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    title = "Staying quiet by score"
+    if chosen is not None:
+        title += f": dots at the default threshold {chosen:.3f}"
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run(results: list[Path], target: float, out: Path | None, write_config: Path | None, console: Console) -> dict:
+    sets = dict(read_set(p) for p in results)
+    first = next(iter(sets))
+    chosen = choose(sets[first], target)
+    summary = {"calibration_set": first, "target_precision": target, "threshold": chosen,
+               "sets": {name: {"requests": len(rows), "at_threshold": curve(rows, [chosen])[0] if chosen is not None else None,
+                               "all_shown": curve(rows, [float("-inf")])[0], "curve": curve(rows)}
+                        for name, rows in sets.items()}}
+    table = Table(title=f"threshold {chosen} (chosen on {first} for precision >= {target})")
+    for col in ("set", "requests", "coverage", "precision", "coverage (all)", "precision (all)"):
+        table.add_column(col)
+    for name, s in summary["sets"].items():
+        at, every = s["at_threshold"] or {}, s["all_shown"]
+        fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+        table.add_row(name, str(s["requests"]), fmt(at.get("coverage")), fmt(at.get("precision")),
+                      fmt(every["coverage"]), fmt(every["precision"]))
+    console.print(table)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+        try:
+            plot(sets, chosen, out / "precision_coverage.png")
+        except ImportError:
+            console.print("matplotlib is not installed: no plot (pip install 'infill[plots]')")
+    if write_config is not None and chosen is not None:
+        path = write_config / "config.json"
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["min_score"] = round(chosen, 4)
+        path.write_text(json.dumps(data, indent=1) + "\n")
+    return summary
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", type=Path, nargs="+", metavar="RESULTS",
+                        help="results directories of infill bench quality / validity (per language); the first calibrates")
+    parser.add_argument("--target", type=float, default=0.5, help="the precision to reach on the calibration set")
+    parser.add_argument("--out", type=Path, default=None, help="write summary.json and precision_coverage.png here")
+    parser.add_argument("--write-config", type=Path, default=None, metavar="MODEL_DIR",
+                        help="store the threshold as MODEL_DIR/config.json's min_score")
+
+
+def main(args: argparse.Namespace) -> int:
+    run(args.results, args.target, args.out, args.write_config, Console())
+    return 0

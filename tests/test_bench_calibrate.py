@@ -1,0 +1,53 @@
+"""infill bench calibrate: precision against coverage of the fill score, on result files."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+
+from infill.bench.calibrate import choose, curve, read_set, run
+
+
+def write(path, records):
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def quality(score, passed, valid=True, fill="x = 1\n"):
+    return {"task_id": "t", "passed": passed, "score": score, "valid": valid, "fill": fill}
+
+
+def test_threshold_is_the_lowest_score_that_keeps_the_target_precision(tmp_path):
+    records = [quality(-0.1, True), quality(-0.2, True), quality(-0.3, False), quality(-0.4, True),
+               quality(-0.5, False), quality(-0.6, False), quality(-0.05, False, valid=False), quality(-0.01, True, fill="  ")]
+    _, rows = read_set(write(tmp_path / "q", records))
+    assert [r["ok"] for r in rows] == [True] * 6 + [False, False]  # invalid and blank fills are never shown
+    assert choose(rows, 0.75) == -0.4  # -0.1..-0.4: 3 of 4 right
+    assert choose(rows, 0.5) == -0.6  # all six shown: 3 of 6
+    assert choose(rows, 1.0) == -0.2
+    at = curve(rows, [-0.4, float("-inf")])
+    assert at[0]["coverage"] == 4 / 8 and at[0]["precision"] == 0.75
+    assert at[1]["coverage"] == 6 / 8 and at[1]["precision"] == 0.5
+
+
+def test_validity_records_count_exact_constrained_fills(tmp_path):
+    records = [{"mode": "constrained", "exact_stripped": True, "score": -0.2, "valid": True, "engine_valid": True, "fill": "a"},
+               {"mode": "unconstrained", "exact_stripped": True, "score": -0.1, "valid": True, "fill": "a"},
+               {"mode": "constrained", "exact_stripped": False, "score": -0.3, "valid": True, "engine_valid": False, "fill": "b"}]
+    name, rows = read_set(write(tmp_path / "validity-x" / "go", records))
+    assert name == "validity-x/go" and len(rows) == 2 and [r["ok"] for r in rows] == [True, False]
+
+
+def test_run_writes_the_summary_the_plot_and_the_models_min_score(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"name": "m"}))
+    cal = write(tmp_path / "cal", [quality(-0.1, True), quality(-0.2, False), quality(-0.3, True), quality(-0.9, False)])
+    other = write(tmp_path / "other", [quality(-0.1, False), quality(-1.0, True)])
+    summary = run([cal, other], 0.6, tmp_path / "out", model, Console(file=open("/dev/null", "w")))
+    assert summary["threshold"] == -0.3 and summary["calibration_set"] == "cal"
+    assert summary["sets"]["other"]["at_threshold"]["coverage"] == 0.5
+    assert json.loads((model / "config.json").read_text())["min_score"] == -0.3
+    assert (tmp_path / "out" / "precision_coverage.png").stat().st_size > 1000
