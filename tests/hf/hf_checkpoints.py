@@ -73,7 +73,8 @@ def write_vocab_merges(tok: Tokenizer, directory: Path) -> None:
                            "normalized": False, "single_word": False} for a in data["added_tokens"]}
 
 
-def qwen2_state(cfg: dict, tied: bool, seed: int) -> dict[str, torch.Tensor]:
+def qwen2_state(cfg: dict, tied: bool, seed: int, biases: bool = True) -> dict[str, torch.Tensor]:
+    """A Qwen2 network's tensors, random (``biases=False``: a Llama network's)."""
     g = torch.Generator().manual_seed(seed)
     d, f, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     H, K = cfg["num_attention_heads"], cfg["num_key_value_heads"]
@@ -86,9 +87,9 @@ def qwen2_state(cfg: dict, tied: bool, seed: int) -> dict[str, torch.Tensor]:
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
         s.update({
-            p + "self_attn.q_proj.weight": w(H * hd, d), p + "self_attn.q_proj.bias": w(H * hd),
-            p + "self_attn.k_proj.weight": w(K * hd, d), p + "self_attn.k_proj.bias": w(K * hd),
-            p + "self_attn.v_proj.weight": w(K * hd, d), p + "self_attn.v_proj.bias": w(K * hd),
+            p + "self_attn.q_proj.weight": w(H * hd, d), **({p + "self_attn.q_proj.bias": w(H * hd)} if biases else {}),
+            p + "self_attn.k_proj.weight": w(K * hd, d), **({p + "self_attn.k_proj.bias": w(K * hd)} if biases else {}),
+            p + "self_attn.v_proj.weight": w(K * hd, d), **({p + "self_attn.v_proj.bias": w(K * hd)} if biases else {}),
             p + "self_attn.o_proj.weight": w(d, H * hd),
             p + "mlp.gate_proj.weight": w(f, d), p + "mlp.up_proj.weight": w(f, d), p + "mlp.down_proj.weight": w(d, f),
             p + "input_layernorm.weight": 1 + w(d, std=0.1), p + "post_attention_layernorm.weight": 1 + w(d, std=0.1),
@@ -243,26 +244,7 @@ CAUSAL_LLAMA = dict(SMALL, vocab_size=416, max_position_embeddings=2048, rms_nor
 
 def llama_state(cfg: dict, tied: bool, seed: int) -> dict[str, torch.Tensor]:
     """A Llama network's tensors (no q/k/v biases), random."""
-    g = torch.Generator().manual_seed(seed)
-    d, f, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
-    H, K = cfg["num_attention_heads"], cfg["num_key_value_heads"]
-    hd = d // H
-
-    def w(*shape, std=0.2):
-        return torch.randn(*shape, generator=g) * std
-
-    s = {"model.embed_tokens.weight": w(V, d, std=1.0), "model.norm.weight": 1 + w(d, std=0.1)}
-    for i in range(cfg["num_hidden_layers"]):
-        p = f"model.layers.{i}."
-        s.update({
-            p + "self_attn.q_proj.weight": w(H * hd, d), p + "self_attn.k_proj.weight": w(K * hd, d),
-            p + "self_attn.v_proj.weight": w(K * hd, d), p + "self_attn.o_proj.weight": w(d, H * hd),
-            p + "mlp.gate_proj.weight": w(f, d), p + "mlp.up_proj.weight": w(f, d), p + "mlp.down_proj.weight": w(d, f),
-            p + "input_layernorm.weight": 1 + w(d, std=0.1), p + "post_attention_layernorm.weight": 1 + w(d, std=0.1),
-        })
-    if not tied:
-        s["lm_head.weight"] = w(V, d)
-    return s
+    return qwen2_state(cfg, tied, seed, biases=False)
 
 
 def int8_state(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
