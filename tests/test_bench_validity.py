@@ -226,3 +226,15 @@ def test_bad_inputs(tmp_path):
     (tmp_path / "bad.go").write_text("package x\nfunc (\n", encoding="utf-8")
     with pytest.raises(InputError):
         validity.load_sources(tmp_path, "go", 10, 0)
+
+
+def test_the_copy_the_previous_line_baseline():
+    from infill.bench.validity import baseline_similarity, previous_line
+
+    text = "def f(x):\n    y = x + 1\n\n    return y\n"
+    hole = text.index("return")
+    assert previous_line(text, hole) == "y = x + 1"  # blank lines skipped, from the hole's column
+    assert previous_line(text, text.index("    return")) == "    y = x + 1"
+    assert previous_line(text, 3) == ""  # nothing above the first line
+    assert baseline_similarity(text, hole, "return y") == round(2 * 1 / (9 + 8), 4)  # LCS: one "y"
+    assert baseline_similarity(text, hole, "y = x + 2") == round(2 * 8 / 18, 4)

@@ -328,6 +328,25 @@ def edit_similarity(fill: str, reference: str) -> float:
     return 2 * lcs_length(fill, reference) / total if total else 1.0
 
 
+def previous_line(original: str, start: int) -> str:
+    """The copy-the-previous-line baseline's fill for a hole at ``start``: the nearest non-blank
+    line above the hole's line, from the hole's column on (what an editor's "duplicate line" gives)."""
+    line_start = original.rfind("\n", 0, start) + 1
+    col, end = start - line_start, line_start - 1
+    while end > 0:
+        begin = original.rfind("\n", 0, end) + 1
+        line = original[begin:end]
+        if line.strip():
+            return line[col:]
+        end = begin - 1
+    return ""
+
+
+def baseline_similarity(original: str, start: int, reference: str) -> float:
+    """The edit similarity of the copy-the-previous-line baseline (:func:`previous_line`)."""
+    return round(edit_similarity(previous_line(original, start).strip(), reference.strip()), 4)
+
+
 def judge(language: str, cut: Cut, fill: str) -> dict:
     """The engine's validity check on ``fill``, against the original file and against the cut document."""
     return {
@@ -368,6 +387,7 @@ def _record(language: str, i: int, cut: Cut, mode: str, result: FillResult | Inf
         "exact": ok and fill == cut.reference,
         "exact_stripped": ok and fill.strip() == cut.reference.strip(),
         "edit_similarity": round(edit_similarity(fill.strip(), cut.reference.strip()), 4) if ok else None,
+        "baseline_similarity": baseline_similarity(cut.original, cut.start, cut.reference),
         "fill_chars": len(fill),
         "reference_chars": len(cut.reference),
         "latency_ms": round(result.timings.total_ms, 3) if ok else None,
@@ -392,6 +412,7 @@ def _mode_metrics(records: list[dict], seconds: float) -> dict:
         "exact_match": _mean([r["exact"] for r in records]),
         "exact_match_stripped": _mean([r["exact_stripped"] for r in records]),
         "edit_similarity": _mean([r["edit_similarity"] for r in ok]),
+        "baseline_similarity": _mean([r["baseline_similarity"] for r in records]),  # copy the previous line
         "mean_latency_ms": _mean([r["latency_ms"] for r in ok]),
         "mean_constrain_ms": _mean([r["constrain_ms"] for r in ok]),
         "mean_fill_chars": _mean([r["fill_chars"] for r in ok]),
