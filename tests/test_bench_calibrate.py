@@ -37,7 +37,7 @@ def test_validity_records_count_exact_constrained_fills(tmp_path):
                {"mode": "unconstrained", "exact_stripped": True, "score": -0.1, "valid": True, "fill": "a"},
                {"mode": "constrained", "exact_stripped": False, "score": -0.3, "valid": True, "engine_valid": False, "fill": "b"}]
     name, rows = read_set(write(tmp_path / "validity-x" / "go", records))
-    assert name == "validity-x/go" and len(rows) == 2 and [r["ok"] for r in rows] == [True, False]
+    assert name == "real code: go" and len(rows) == 2 and [r["ok"] for r in rows] == [True, False]
 
 
 def test_run_writes_the_summary_the_plot_and_the_models_min_score(tmp_path):
@@ -51,3 +51,11 @@ def test_run_writes_the_summary_the_plot_and_the_models_min_score(tmp_path):
     assert summary["sets"]["other"]["at_threshold"]["coverage"] == 0.5
     assert json.loads((model / "config.json").read_text())["min_score"] == -0.3
     assert (tmp_path / "out" / "precision_coverage.png").stat().st_size > 1000
+
+
+def test_one_languages_seeds_pool_into_one_set(tmp_path):
+    rec = {"mode": "constrained", "exact_stripped": True, "score": -0.2, "valid": True, "engine_valid": True, "fill": "a"}
+    a, b = write(tmp_path / "s7" / "go", [rec]), write(tmp_path / "s11" / "go", [rec, rec])
+    cal = write(tmp_path / "cal", [quality(-0.1, True)])
+    summary = run([cal, a, b], 0.5, None, None, Console(file=open("/dev/null", "w")))
+    assert summary["sets"]["real code: go"]["requests"] == 3

@@ -3,7 +3,8 @@
 A suggestion is *shown* where its fill is judged valid, is not blank, and scores (the mean
 log-probability of its tokens, Fill.score) at least the threshold; it is *right* where it passes
 its tests (`infill bench quality` records) or equals the hidden text, whitespace aside
-(`infill bench validity` records, their constrained fills). For each set of records:
+(`infill bench validity` records, their constrained fills; one language's directories from
+several seeds pool into one set). For each set of records:
 coverage = shown / requests, precision = right / shown, at every threshold.
 
 The threshold is chosen on the first set given (the calibration set): the lowest score at which
@@ -49,8 +50,8 @@ def read_set(path: Path) -> tuple[str, list[dict]]:
     if not rows:
         raise InputError(f"{file}: no constrained records")
     name = file.parent.name if file.parent.name not in ("", ".") else file.name
-    if file.parent.parent.name.startswith("validity"):
-        name = f"{file.parent.parent.name}/{name}"
+    if not any("passed" in line for line in file.read_text(encoding="utf-8").splitlines()[:1]):
+        name = f"real code: {name}"  # a validity run's language directory (seeds of one language pool)
     return name, rows
 
 
@@ -80,15 +81,17 @@ def plot(sets: dict[str, list[dict]], chosen: float | None, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.8, 4.6))
+    fig, ax = plt.subplots(figsize=(7.2, 4.8))
+    colors = plt.get_cmap("tab20").colors
     for i, (name, rows) in enumerate(sets.items()):
         scores = sorted({r["score"] for r in rows if r["ok"]}, reverse=True)
         pts = [(c["coverage"], c["precision"]) for c in curve(rows, scores) if c["precision"] is not None]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], "-", color=f"C{i}", label=name, linewidth=1.2)
+        color = colors[(2 * i) % len(colors) + (i * 2 // len(colors)) % 2]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "-", color=color, label=name, linewidth=1.4 if i < 2 else 1.0)
         if chosen is not None:
             at = curve(rows, [chosen])[0]
             if at["precision"] is not None:
-                ax.plot([at["coverage"]], [at["precision"]], "o", color=f"C{i}")
+                ax.plot([at["coverage"]], [at["precision"]], "o", color=color)
     ax.set_xlabel("coverage (share of requests that get a suggestion)")
     ax.set_ylabel("precision (share of shown suggestions that are right)")
     ax.set_xlim(0, 1)
@@ -105,7 +108,10 @@ def plot(sets: dict[str, list[dict]], chosen: float | None, path: Path) -> None:
 
 
 def run(results: list[Path], target: float, out: Path | None, write_config: Path | None, console: Console) -> dict:
-    sets = dict(read_set(p) for p in results)
+    sets: dict[str, list[dict]] = {}
+    for p in results:  # sets of the same name (one language's holes under several seeds) pool
+        name, rows = read_set(p)
+        sets.setdefault(name, []).extend(rows)
     first = next(iter(sets))
     chosen = choose(sets[first], target)
     summary = {"calibration_set": first, "target_precision": target, "threshold": chosen,
