@@ -144,7 +144,8 @@ class Finisher:
 
         * finishing would cut it (it repeats itself or the text after the hole, :func:`cut_repeats`;
           in a constrained row, a cursor insertion's syntactic unit has ended);
-        * the hole's line goes on after it: a fill ends with its first line;
+        * the hole's line goes on after it, or a cursor suggestion (no minimum) starts after code
+          on its line: a fill ends with its first line;
         * a blank line after a line of code ends a suggestion, and so does a line indented less
           than the fill's first (it belongs to the block around the hole): both are not kept.
         """
@@ -156,6 +157,8 @@ class Finisher:
             return len(cut)
         if after[: after.find("\n") if "\n" in after else len(after)].strip():
             return text.find("\n")
+        if hole.start == hole.end and not hole.min_tokens and head.strip():  # a cursor suggestion after code
+            return text.find("\n")  # on its line ends with that line, as an editor's inline suggestion does
         lines = text.split("\n")[:-1]  # whole lines, each ended by a line break; the first goes on from head
         whole = [head + lines[0], *lines[1:]]
         first = next((line for line in whole[:-1] if line.strip()), None)

@@ -23,7 +23,7 @@ from infill.model.hf import int8
 from infill.model.hf.causal import CausalLM
 from infill.protocol import FillRequest, Hole, SamplingOptions
 
-PREFIX = "def add(a, b):\n    return a"  # ends inside a line: nothing to heal
+PREFIX = "def add(a, b):\n    return a +"  # ends inside a line, after an operator: nothing to heal
 LONGER = "class Stack:\n    def push(self, x):\n        self.items.append(x)\n        return len(self.items"
 SUFFIX = "\n\n\ndef sub(a, b):\n    return a - b\n"
 ATOL = 1e-5  # fp32 states of two computations of the same attention (other shapes, other orders)
@@ -212,7 +212,7 @@ def test_prefix_cache_runs_only_the_new_context_tokens(hf_dirs):
     d = hf_dirs("causal-llama")
     engine = engine_of(d)
     m, tok = engine.model, engine.tokenizer
-    grown = PREFIX + " + b * 2"
+    grown = PREFIX + " b * (a -"  # ends after an operator: nothing healed
     first, second = tok.encode(PREFIX), tok.encode(grown)
     assert second[: len(first)] == first  # the typed text starts new tokens
     new = len(second) - len(first)
@@ -328,9 +328,13 @@ def test_a_context_ending_at_a_line_break_is_healed(hf_dirs):
     assert engine.text_of([nl, word], b"\n") == "x" and engine.text_of([nl, word]) == "\nx"
     double = tok.encode("\n\n")
     assert len(double) == 1 and engine.text_of(double, b"\n") == "\n"
-    assert engine.heal(tok.encode("x = 1")) == b"" and engine.heal([]) == b""
+    assert engine.heal(tok.encode("x = (")) == b"" and engine.heal([]) == b""
     assert engine.heal(tok.encode("x = 1\n\n")) == b"\n\n"
-    assert engine.prepare(request("x = 1", "\n")).heals == [b""]
+    assert engine.prepare(request("x = (", "\n")).heals == [b""]
+    # a word cut at the cursor (maybe after a space) is healed: the fill's first token must go on with it
+    word = tok.encode("x = retu")
+    assert engine.heal(word) == tok.token_bytes(word[-1]) and engine.heal(word).strip(b" ").isalpha()
+    assert engine.heal(tok.encode("x = '")) == b""  # a quote: steering reads it, never healed
 
 
 def test_the_healed_slot_takes_only_tokens_that_start_with_the_healed_bytes(hf_dirs):
@@ -349,10 +353,10 @@ def test_the_healed_slot_takes_only_tokens_that_start_with_the_healed_bytes(hf_d
 # --------------------------------------------------------------------------- 6. said_all
 
 
-def said(text: str, fill: str) -> int | None:
+def said(text: str, fill: str, min_tokens: int = 0) -> int | None:
     """Finisher.said_all of a fill of the one hole <FILL> of ``text``."""
     at = text.index("<FILL>")
-    req = FillRequest(text=text.replace("<FILL>", ""), holes=[Hole(start=at, end=at)], language="python")
+    req = FillRequest(text=text.replace("<FILL>", ""), holes=[Hole(start=at, end=at, min_tokens=min_tokens)], language="python")
     return Finisher(None, None).said_all(0, req, 0, fill)
 
 
@@ -371,6 +375,9 @@ def test_said_all_rules():
     assert said("def f():\n    <FILL>\n", "x = 1\n    y = 2\n") is None
     assert said("def f():\n    <FILL>\n", "if x:\n        y = 2\n") is None
     assert said("def f():\n    <FILL>\n\nprint(1)\n", "x = 1\n    y = [\n") is None
+    # a cursor suggestion after code on its line ends with that line; an explicit hole there goes on
+    assert said("def f():\n    x = <FILL>\n", "g(a,\n          b)\n") == len("g(a,")
+    assert said("def f():\n    x = <FILL>\n", "g(a,\n          b)\n", min_tokens=1) is None
 
 
 # --------------------------------------------------------------------------- 7. the frontier schedule
