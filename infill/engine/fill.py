@@ -255,19 +255,16 @@ class Engine:
 
     def heal(self, segment: list[int]) -> bytes:
         """The bytes of ``segment``'s last token where a left-to-right fill after it should write
-        that token again (token healing): a line break (maybe with indentation), or a word cut
-        where the cursor is (maybe after a space). Running text writes a line break and the next
-        line's indentation as one token, and a whole word as few: a context that ends at a bare
-        line break, or in the middle of a word, is a boundary the model has seldom seen (it writes
-        a blank line, or starts a new word). Only bytes that no steering reads (whitespace, word
-        characters) are healed, so the syntax constraint may see them twice."""
+        that token again (token healing): a line break, maybe with indentation. Running text
+        writes a line break and the next line's indentation as one token, so a context that ends
+        at a bare line break is a boundary the model has seldom seen (it writes a blank line).
+        Only whitespace is healed: the syntax constraint reads the healed bytes as part of the
+        fill, where whitespace changes nothing. (A word cut at the cursor would gain most from
+        healing, but then steering refuses the healed tokens and the fill is lost: not yet.)"""
         if not segment:
             return b""
         last = self.tokenizer.token_bytes(segment[-1])
-        word = last.lstrip(b" \t")
-        if last and not last.strip() and b"\n" in last:
-            return last
-        return last if word and b"\n" not in last and all(c == 95 or chr(c).isalnum() for c in word) else b""
+        return last if last and b"\n" in last and not last.strip() else b""
 
     def token_set(self, head: bytes) -> torch.Tensor:
         """[V] bool: the tokens whose bytes start with ``head``."""

@@ -43,6 +43,7 @@ import torch
 from torch import nn
 
 from infill.model.hf.families import Family
+from infill.model.hf.int8 import Int8Linear
 from infill.model.seam import Capabilities
 
 CACHE_MODES = ("exact", "approximate")
@@ -203,7 +204,8 @@ class HFDiffusionModel(nn.Module):
             if id(p) not in seen:
                 seen.add(id(p))
                 n += p.numel()
-        return n
+        # int8 layers keep their weights as buffers (infill/model/hf/int8.py)
+        return n + sum(m.weight.numel() for m in self.hf.modules() if isinstance(m, Int8Linear))
 
     def set_cache_mode(self, mode: str, refresh_every: int | None = None) -> None:
         if mode not in CACHE_MODES:
