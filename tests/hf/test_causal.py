@@ -611,3 +611,19 @@ def test_infill_fill_with_a_causal_checkpoint(hf_dirs, tmp_path, capsys):
     assert f"--- a/{name}" in out and f"+++ b/{name}" in out and "@@" in out, out
     assert "-    return a<FILL>\n" in out and "\n+    return a" in out  # the marker's line, filled
     assert "<FILL>" in f.read_text()  # a diff, not written
+
+
+def test_the_prefix_cache_keeps_many_documents(hf_dirs):
+    """Eight documents typed in turn keep their context states (an LRU of a few rows thrashed and
+    re-ran every document's context at every keystroke)."""
+    engine = engine_of(hf_dirs("causal-llama"))
+    m = engine.model
+    docs = [f"def f{i}(a, b):\n    return a + b * {i} +" for i in range(8)]
+    for d in docs:
+        engine.fill(request(d))
+    calls = []
+    real = m._run
+    m._run = lambda tokens, positions, mask, cache=None: (calls.append(tokens.shape[1]), real(tokens, positions, mask, cache))[1]
+    for d in docs:
+        engine.fill(request(d))
+    assert calls and all(n == 1 for n in calls)  # no document's context ran again

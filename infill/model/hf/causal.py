@@ -30,7 +30,8 @@ import torch
 
 from infill.model.hf.model import HFContext, HFDiffusionModel, additive_mask, position_index
 
-PREFIX_ENTRIES = 4  # rows' context states kept across fills (a few documents being edited)
+PREFIX_TOKENS = 16384  # context tokens whose states are kept across fills, in all (the documents being
+# edited: a row's entry is about 23 MB per 1k tokens for the default model); the oldest go first
 
 
 class _Appending:
@@ -135,7 +136,7 @@ class CausalLM(HFDiffusionModel):
         out = _Row(tokens, positions, kv, torch.cat([past_h, h]))
         self._serial += 1
         self._rows[self._serial] = out
-        while len(self._rows) > PREFIX_ENTRIES:
+        while len(self._rows) > 1 and sum(len(r.tokens) for r in self._rows.values()) > PREFIX_TOKENS:
             self._rows.popitem(last=False)
         return out
 
