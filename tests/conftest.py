@@ -84,3 +84,15 @@ class ListTokenizer:
 def list_tokenizer():
     """``ListTokenizer``, for tests that steer with a handful of tokens of their own."""
     return ListTokenizer
+
+
+@pytest.fixture
+def one_torch_thread():
+    """One torch intra-op thread for a test: a tiny model's steps are microseconds of work, and on a
+    loaded 2-core machine two OpenMP threads spin against each other (tens of times slower measured)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

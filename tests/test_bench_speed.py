@@ -13,15 +13,8 @@ from infill.model.network import ModelConfig
 
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """One intra-op thread: with two, a busy 2-core machine turns 3 s of tiny fills into 40 s of spinning."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py: with two threads a busy 2-core
+# machine turns 3 s of tiny fills into 40 s of spinning
 
 
 TINY = dict(contexts=[64, 300], windows=[8, 16], repeats=2, warmup=1, sweep_window=16, sweep_context=64,
