@@ -255,16 +255,17 @@ class Engine:
 
     def heal(self, segment: list[int]) -> bytes:
         """The bytes of ``segment``'s last token where a left-to-right fill after it should write
-        that token again (token healing): a line break, maybe with indentation. Running text
-        writes a line break and the next line's indentation as one token, so a context that ends
-        at a bare line break is a boundary the model has seldom seen (it writes a blank line).
-        Only whitespace is healed: the syntax constraint reads the healed bytes as part of the
-        fill, where whitespace changes nothing. (A word cut at the cursor would gain most from
-        healing, but then steering refuses the healed tokens and the fill is lost: not yet.)"""
+        that token again (token healing): whitespace. Running text writes a space with the word
+        after it (" return") and a line break with the next line's indentation, so a context that
+        ends at a bare space or line break is a boundary the model has seldom seen (after "def "
+        it ends the fill; after a line break it writes a blank line). Only whitespace is healed:
+        the syntax constraint reads the healed bytes as part of the fill, where whitespace changes
+        nothing. (A word cut at the cursor would gain most from healing, but then steering refuses
+        the healed tokens and the fill is lost: not yet.)"""
         if not segment:
             return b""
         last = self.tokenizer.token_bytes(segment[-1])
-        return last if last and b"\n" in last and not last.strip() else b""
+        return last if last and not last.strip() else b""
 
     def token_set(self, head: bytes) -> torch.Tensor:
         """[V] bool: the tokens whose bytes start with ``head``."""

@@ -332,6 +332,8 @@ def test_a_context_ending_at_a_line_break_is_healed(hf_dirs):
     assert engine.heal(tok.encode("x = 1\n\n")) == b"\n\n"
     assert engine.prepare(request("x = (", "\n")).heals == [b""]
     assert engine.heal(tok.encode("x = retu")) == b""  # only whitespace is healed
+    space = tok.encode("x = ")
+    assert tok.token_bytes(space[-1]) == b" " and engine.heal(space) == b" "  # a bare space too
     assert engine.heal(tok.encode("x = '")) == b""
 
 
@@ -384,8 +386,8 @@ def test_said_all_rules():
 def test_frontier_commits_one_slot_per_row_per_step_in_order(hf_dirs):
     engine = engine_of(hf_dirs("causal-llama"))
     text = "def f(a, b):\n    x = a\n    y = b\n    return x\n"
-    at = [text.index("= a") + 2, text.index("= b") + 2]
-    reqs = [FillRequest(text=text, holes=[Hole(start=i, end=i + 1, max_tokens=4) for i in at], language="python",
+    at = [text.index(" a\n"), text.index(" b\n")]  # after "=": nothing healed, every slot the window's
+    reqs = [FillRequest(text=text, holes=[Hole(start=i, end=i + 2, max_tokens=4) for i in at], language="python",
                         options=SamplingOptions(constrained=False)),
             request(LONGER, "\n", max_tokens=3)]
     prepared, lay, bound, state = engine_rows(engine, reqs)
@@ -437,8 +439,9 @@ def test_int8_checkpoint_runs_int8_on_the_cpu_close_to_its_float_model(hf_models
     linears = [layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj, layer.self_attn.o_proj,
                layer.mlp.gate_proj, layer.mlp.up_proj, layer.mlp.down_proj]
     assert all(isinstance(x, int8.Int8Linear) and x.weight.dtype == torch.int8 for x in linears)
-    assert m.backbone.embed_tokens.weight.dtype == torch.float32  # embedding and head dequantized
-    assert isinstance(m.hf.lm_head, torch.nn.Linear) and m.hf.lm_head.weight.dtype == torch.float32
+    assert m.backbone.embed_tokens.weight.dtype == torch.float32  # the lookup's embedding dequantized,
+    head = m.hf.lm_head  # and the head multiplies its int8 rows
+    assert isinstance(head, int8.Int8Linear) and head.weight.dtype == torch.int8 and head.weight.shape == (m.vocab_size, 32)
     state = load_file(str(hf_dirs("causal-llama-int8") / "model.safetensors"))
     deq = C.causal_llama(tmp_path / "deq", state=C.dequantized_state(state))
     f, _ = load(deq)
@@ -447,12 +450,15 @@ def test_int8_checkpoint_runs_int8_on_the_cpu_close_to_its_float_model(hf_models
     ids = tok.encode(PREFIX + SUFFIX)
     a, b = causal_logits(m, ids), causal_logits(f, ids)
     scale = b.abs().max()
-    assert (a - b).abs().max() <= 1e-4 * scale, (a - b).abs().max()  # the same weights, multiplied as int8
-    # and through the seam: a fill is the float model's
+    assert (a - b).abs().max() <= 2e-2 * scale, (a - b).abs().max()  # the same weights, multiplied as int8 (bf16 activations)
+    # and through the seam (the context, then one slot at a time): the float model's first prediction
+    # (the tiny model's logits are too flat for a greedy fill to survive bf16 rounding unchanged)
     ea, eb = Engine(m, tok, EngineConfig(device="cpu", precision="fp32")), engine_of(deq)
-    sa, sb = committed_rows(ea), committed_rows(eb)
-    assert ea.fill(request(PREFIX)).fills[0].text == eb.fill(request(PREFIX)).fills[0].text
-    assert torch.equal(sa[0], sb[0])
+    first = []
+    for e in (ea, eb):
+        _, _, bound, state = engine_rows(e, [request(PREFIX)])
+        first.append(e.model.raw_logits(e.model.window_hidden(state.ids, state.pos, state.valid, bound)[:, 0]).float())
+    assert (first[0] - first[1]).abs().max() <= 2e-2 * first[1].abs().max()
 
 
 def test_int8_linear_is_the_dequantized_matmul():
@@ -460,9 +466,14 @@ def test_int8_linear_is_the_dequantized_matmul():
     w = torch.randn(48, 32, generator=g)
     q, s = int8.quantize(w)
     assert q.dtype == torch.int8 and q.abs().max() == 127 and s.shape == (48,)
-    x = torch.randn(3, 5, 32, generator=g)
     deq = int8.dequantize(q, s, torch.float32)
-    assert torch.allclose(int8.Int8Linear(q, s, torch.float32)(x), x @ deq.T, atol=1e-4)
+    layer = int8.Int8Linear(q, s, torch.float32)
+    few = torch.randn(3, 5, 32, generator=g)  # through the int8 kernel, activations rounded to bf16
+    assert 3 * 5 <= int8.KERNEL_ROWS and layer(few).dtype == torch.float32
+    want = few @ deq.T
+    assert (layer(few) - want).abs().max() <= 1e-2 * want.abs().max()
+    many = torch.randn(4, int8.KERNEL_ROWS, 32, generator=g)  # weights converted: the dense product, exact
+    assert torch.allclose(layer(many), many @ deq.T, atol=1e-4)
     assert (deq - w).abs().max() <= s.max() / 2 + 1e-6  # half a step per row
 
 
@@ -567,6 +578,8 @@ def test_import_gguf_gives_the_pretrained_network(tmp_path, capsys):
     m, tok = load(out)
     assert isinstance(m, CausalLM) and m.mask_id == 403 and m.eos_id == 400
     assert isinstance(m.backbone.layers[0].self_attn.q_proj, int8.Int8Linear)
+    assert isinstance(m.hf.lm_head, int8.Int8Linear)  # the tied head multiplies the embedding's int8 rows
+    assert m.n_params == sum(v.numel() for k, v in state.items() if k != "lm_head.weight")  # counted once
     assert tok.special_ids >= {400, 401, 402, 403} and tok.text_of(400) == "<|endoftext|>"
     ids = [266, 334, 276, 11, 264, 259, 257, 295, 271, 10, 42, 7, 99, 300, 12]
     got = causal_logits(m, ids)
@@ -576,7 +589,8 @@ def test_import_gguf_gives_the_pretrained_network(tmp_path, capsys):
         wrong = llama_from({k: torch.from_numpy(permute(v.numpy(), 4 if "q_proj" in k else 2)) if "q_proj" in k or "k_proj" in k
                             else v for k, v in state.items()})(torch.tensor([ids])).logits[0]
     scale = want.abs().max()
-    assert (got - stored).abs().max() < 1e-4 * scale, (got - stored).abs().max()  # exactly what it stores
+    # what it stores, multiplied with bf16 activations (the int8 kernel's, a few rows at a time)
+    assert (got - stored).abs().max() < 2e-2 * scale, (got - stored).abs().max()
     err, off = (got - want).abs().max(), (got - wrong).abs().max()
     assert err < 0.05 * scale, (err, scale)  # int8 weights, bf16 scales and norms: a few percent of the range
     assert off > 10 * err, (off, err)  # the query/key rows put back in Hugging Face's order matter

@@ -265,6 +265,11 @@ def _load_weights(hf, files, names, family, device, dtype, directory: Path, tied
         tied = False  # a checkpoint that stores its own head uses it
         expected["lm_head.weight"] = tuple(hf.lm_head.weight.shape)
     state.pop("lm_head.weight", None) if tied else None
+    # A tied head over int8 embeddings multiplies the int8 rows (a step reads a quarter of the bytes);
+    # the lookup keeps the dequantized copy.
+    embedding = int8_rows.pop("model.embed_tokens.weight", None)
+    if tied and embedding is not None:
+        int8_rows["lm_head.weight"], tied = embedding, False
     got = {k: tuple(v.shape) for k, v in state.items()}
     missing = sorted(set(expected) - set(got))
     wrong = sorted(k for k in set(expected) & set(got) if expected[k] != got[k])
@@ -281,7 +286,7 @@ def _load_weights(hf, files, names, family, device, dtype, directory: Path, tied
     placement = _placement(hf, device, dtype)
     for k, (q, scale) in int8_rows.items():  # kept as int8: multiplied so (infill/model/hf/int8.py)
         int8.install(hf, k, q, scale, dtype)
-        state.pop(k)
+        state.pop(k, None)
     state = {k: v.to(placement.get(k, device) if placement else device) for k, v in state.items()}
     hf.load_state_dict(state, strict=False, assign=True)
     if tied:
@@ -299,10 +304,12 @@ def _load_weights(hf, files, names, family, device, dtype, directory: Path, tied
 
 
 def _dequantized(state: dict, directory: Path, device: torch.device, dtype: torch.dtype) -> tuple[dict, dict]:
-    """The tensors in ``dtype``, int8 ones (with their ``_scale``) dequantized, except the layers'
-    linear weights where int8 runs on ``device``: those come back apart, as (int8, scale)."""
+    """The tensors in ``dtype``, int8 ones (with their ``_scale``) dequantized, except the linear
+    weights (the layers' and the head's) where int8 runs on ``device``: those come back apart, as
+    (int8, scale). An int8 embedding is both: dequantized for the lookup, and apart for a tied head."""
     state, scales = int8.split_scales(state)
     kept = {}
+    runs = int8.int8_runs_on(device, dtype)
     for k, v in list(state.items()):
         if v.dtype != torch.int8:
             state[k] = v.to(dtype)
@@ -310,9 +317,9 @@ def _dequantized(state: dict, directory: Path, device: torch.device, dtype: torc
         if k not in scales:
             raise ModelLoadError(f"{directory}: {k} is int8 with no {k}{int8.SCALE_SUFFIX}")
         scale = scales.pop(k)
-        if k.startswith("model.layers.") and int8.int8_runs_on(device, dtype):
+        if runs and (k.startswith("model.layers.") or k in ("lm_head.weight", "model.embed_tokens.weight")):
             kept[k] = (v, scale)
-        else:
+        if not (runs and (k.startswith("model.layers.") or k == "lm_head.weight")):
             state[k] = int8.dequantize(v, scale, dtype)
     if scales:
         raise ModelLoadError(f"{directory}: {next(iter(scales))}{int8.SCALE_SUFFIX} scales no int8 weight")

@@ -204,8 +204,9 @@ class HFDiffusionModel(nn.Module):
             if id(p) not in seen:
                 seen.add(id(p))
                 n += p.numel()
-        # int8 layers keep their weights as buffers (infill/model/hf/int8.py)
-        return n + sum(m.weight.numel() for m in self.hf.modules() if isinstance(m, Int8Linear))
+        # int8 layers keep their weights as buffers (infill/model/hf/int8.py); a tied head counts as the embedding
+        head = self.hf.lm_head if self.hf.config.tie_word_embeddings else None
+        return n + sum(m.weight.numel() for m in self.hf.modules() if isinstance(m, Int8Linear) and m is not head)
 
     def set_cache_mode(self, mode: str, refresh_every: int | None = None) -> None:
         if mode not in CACHE_MODES:
