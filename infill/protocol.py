@@ -67,6 +67,7 @@ class Timings(msgspec.Struct):
     context_tokens: int = 0
     candidates: int = 0
     rounds: int = 1  # denoising rounds: 2 where a constrained fill was retried under stricter steering
+    rank_ms: float = 0.0  # ranking candidates by the text after the hole (a causal model's, Engine.pick)
 
 
 class FillResult(msgspec.Struct):

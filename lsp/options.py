@@ -32,6 +32,10 @@ class Options:
     # A cursor suggestion whose score (mean log-probability of its tokens) is below this is not
     # shown; None = the model's calibrated default (config.json's min_score), or none. -1000 shows all.
     min_score: float | None = None
+    # Candidate fills of a suggestion at the cursor (ghost text or completion list): 1 is the fastest;
+    # 0 is the engine's default (a causal model: its greedy fill and draws, ranked by the text
+    # after the cursor, about 1.8x the time). Filling <FILL> holes always gets the default.
+    cursor_candidates: int = 1
 
     def model_key(self) -> tuple[str | None, str | None]:
         """What identifies the loaded model: changing it means loading another engine."""
@@ -44,6 +48,7 @@ _ALIASES = {
     "debounceMs": "debounce_ms", "debounce": "debounce_ms",
     "feedbackFile": "feedback_file",
     "minScore": "min_score",
+    "cursorCandidates": "cursor_candidates",
 }
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")  # infill/model/device.py: no mps
 
@@ -86,6 +91,8 @@ def _check(name: str, value: Any) -> Any:
         return float(value)
     if name == "max_tokens":
         return _int(value, 1, MAX_TOKENS_LIMIT)
+    if name == "cursor_candidates":
+        return _int(value, 0, 16)
     if name == "debounce_ms":
         return _int(value, 0, 10_000)
     if name in ("constrained", "retry"):

@@ -223,7 +223,7 @@ class InfillServer(LanguageServer):
         text = _WARM_UP_TEXT
         at = text.index("return ") + len("return ")
         engine.fill_batch([FillRequest(text=text, holes=[Hole(at, at, self.options.max_tokens)], language="python",
-                                       options=self.sampling(), path="warm-up.py")], cancel=cancel)
+                                       options=self.sampling(cursor=True), path="warm-up.py")], cancel=cancel)
 
     async def load_model(self) -> None:
         """Load the model in the worker (or follow the load under way), with $/progress if the
@@ -258,9 +258,12 @@ class InfillServer(LanguageServer):
             if token is not None:
                 self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
 
-    def sampling(self) -> SamplingOptions:
+    def sampling(self, cursor: bool = False) -> SamplingOptions:
+        """The fills' options; ``cursor``: a suggestion at the cursor, with cursor_candidates (ghost
+        text and the completion list alike, so that the two share one fill)."""
         o = self.options
-        return SamplingOptions(steps=o.steps, threshold=o.threshold, constrained=o.constrained, retry=o.retry)
+        return SamplingOptions(steps=o.steps, threshold=o.threshold, constrained=o.constrained, retry=o.retry,
+                               candidates=o.cursor_candidates if cursor else 0)
 
     # -- filling --------------------------------------------------------------------------------
 
@@ -309,7 +312,8 @@ class InfillServer(LanguageServer):
             self.log_client(types.MessageType.Warning, f"position {position.line}:{position.character} is outside {uri}")
             return None
         prepared = documents.prepare(text, [Hole(offset, offset, self.options.max_tokens)])
-        request = FillRequest(text=prepared.text, holes=prepared.holes, language=doc.language_id, options=self.sampling(), path=uri)
+        request = FillRequest(text=prepared.text, holes=prepared.holes, language=doc.language_id,
+                              options=self.sampling(cursor=True), path=uri)
         debounce = self.options.debounce_ms / 1000 if automatic else 0.0
         result = await self.run_fill((uri, "cursor", kind), request, debounce_s=debounce, elastic=True,
                                      cache_key=documents.cache_key(prepared.text, prepared.holes[0]))

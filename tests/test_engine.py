@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 import infill.engine.finish as finish_module
-from infill.engine.fill import Engine, EngineConfig, candidate_plan, segment_texts, validate
+from infill.engine.fill import Engine, EngineConfig, candidate_plan, segment_texts, suffix_head, validate
 from infill.engine.finish import join_line_break
 from infill.model.budget import budget_split
 from infill.errors import InfillError, RequestError
@@ -126,6 +126,18 @@ def test_fill_batch_equals_single_fills_greedy(tiny_engine, options):
 def test_candidate_plan():
     assert candidate_plan(SamplingOptions(), 2) == [(1.0, 0), (0.5, 0)]
     assert candidate_plan(SamplingOptions(temperature=0.5, candidates=4, seed=7), 2) == [(1.0, 7), (0.5, 7), (1.0, 8), (0.5, 8)]
+    # left to right: every row the whole window; a greedy request's first row greedy (None), the rest draws
+    assert candidate_plan(SamplingOptions(seed=3), 4, left_to_right=True) == [(1.0, None), (1.0, 4), (1.0, 5), (1.0, 6)]
+    assert candidate_plan(SamplingOptions(temperature=0.5, candidates=2, seed=7), 4, True) == [(1.0, 7), (1.0, 8)]
+    assert candidate_plan(SamplingOptions(), 1, left_to_right=True) == [(1.0, None)]
+
+
+def test_suffix_head_is_the_text_after_a_hole_up_to_its_nth_line_of_code():
+    after = ")\n\n    y = x\n    return y\n\n\ndef g():\n    pass\n"
+    assert suffix_head(after, 1) == ")\n"
+    assert suffix_head(after, 3) == ")\n\n    y = x\n    return y\n"
+    assert suffix_head(after, 99) == after and suffix_head("", 4) == ""
+    assert suffix_head("x" * 5000, 4, chars=100) == "x" * 100
 
 
 def test_fill_batch_equals_single_fills_default_schedule(tiny_engine):

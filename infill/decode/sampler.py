@@ -22,6 +22,7 @@ is left at once (repair and selection judge it), so no batch waits long for one 
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Protocol
@@ -168,6 +169,18 @@ def ranked(logp: torch.Tensor, schedule: Schedule, noise: torch.Tensor | None, d
     dist = sampling_dist(logp, schedule)
     keys = dist + gumbel(noise, dist) if schedule.temperature > 0 else logp
     return keys.topk(min(depth, keys.shape[-1]), dim=-1).indices, dist
+
+
+GREEDY_NOISE = math.exp(-1.0)  # uniform noise whose Gumbel value is 0: the draw is the distribution's argmax
+
+
+def row_noise(generators: list[torch.Generator | None], counts: list[int], vocab: int) -> torch.Tensor:
+    """Uniform noise [sum(counts), V] for ``counts[r]`` slots of each row r, row by row, each row's
+    from its own generator (a row's draws depend on its own slots only); a row without one (None)
+    is greedy among sampled rows: its noise makes every draw the tempered distribution's argmax,
+    which is the greedy token."""
+    return torch.cat([torch.rand((n, vocab), generator=g) if g is not None else torch.full((n, vocab), GREEDY_NOISE)
+                      for g, n in zip(generators, counts)])
 
 
 def scatter(values: torch.Tensor, where: torch.Tensor, fill) -> torch.Tensor:
@@ -324,7 +337,7 @@ class Denoiser:
     """
 
     def __init__(self, model: DiffusionModel, state: Windows, schedule: Schedule,
-                 generators: list[torch.Generator] | None = None, constraint: Constraint | None = None,
+                 generators: list[torch.Generator | None] | None = None, constraint: Constraint | None = None,
                  deadline: float | None = None, row_steps: torch.Tensor | None = None):
         self.mask_id, self.pad_id = model.mask_id, model.pad_id
         self.state, self.schedule, self.generators, self.deadline = state, schedule, generators, deadline
@@ -378,8 +391,7 @@ class Denoiser:
                 logits[bound] = logits[bound].masked_fill(~state.only_sets[which[bound]], float("-inf"))
         noise = None
         if schedule.temperature > 0:  # one generator per row: a row's draws do not depend on its batch
-            noise = torch.stack([torch.rand((state.ids.shape[1], logits.shape[-1]), generator=g) for g in generators])
-            noise = noise[candidates.cpu()]
+            noise = row_noise(generators, candidates.sum(1).tolist(), logits.shape[-1])
         logp_all = torch.log_softmax(logits.float(), dim=-1)
         tok_m, logp_m, conf_m, score_m = propose(logp_all, schedule, noise)
         pad_logp = scatter(logp_all[:, pad_id], candidates, 0.0)

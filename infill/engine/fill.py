@@ -54,6 +54,10 @@ class EngineConfig:
     precision: str = "auto"  # auto | fp32 | bf16 (auto: bf16 where the hardware multiplies it natively)
     cache_mode: str = "exact"  # exact | approximate: context reuse across steps for a model whose context sees the
     # windows (infill/model/hf/model.py); a model with an exact segment cache (ours) is exact either way
+    rerank_candidates: int = 4  # candidates per request when it sets none, for a model that scores text (a causal
+    # model): the greedy fill and draws, ranked by the text after the hole (Engine.pick)
+    rerank_temperature: float = 0.7  # the draws' temperature (a greedy request's; a sampling request keeps its own)
+    rerank_lines: int = 4  # the lines of code after the hole that rank them (suffix_head)
 
 
 @dataclass
@@ -144,14 +148,30 @@ def line_start_holes(request: FillRequest) -> tuple[FillRequest, list[str]]:
     return msgspec.structs.replace(request, holes=holes), indents
 
 
-def candidate_plan(options: SamplingOptions, default: int) -> list[tuple[float, int]]:
-    """(window scale, seed) for each candidate row: window lengths first, then seeds."""
+def candidate_plan(options: SamplingOptions, default: int, left_to_right: bool = False) -> list[tuple[float, int | None]]:
+    """(window scale, seed) for each candidate row: window lengths first, then seeds. Left to right
+    (a causal model) a shorter window only cuts the same fill: every row has the whole window, the
+    first greedy (seed None) unless the request samples, the others draws."""
     n = options.candidates or default
+    if left_to_right:
+        return [(1.0, None if options.temperature <= 0 else options.seed)] + [(1.0, options.seed + i) for i in range(1, n)]
     scales = [1.0, 0.5, 0.75, 0.25]
     if options.temperature <= 0:  # greedy: seeds make no difference, vary only the length
         return [(scales[i % len(scales)], options.seed) for i in range(min(n, len(scales)))]
     n_scales = min(2, n)
     return [(scales[i % n_scales], options.seed + i // n_scales) for i in range(n)]
+
+
+def suffix_head(after: str, lines: int, chars: int = 1024) -> str:
+    """The start of the text after a hole, up to its ``lines``-th line that holds code (at most
+    ``chars`` characters): what candidates are ranked by (Engine.pick)."""
+    out, code = [], 0
+    for line in after[:chars].splitlines(keepends=True):
+        out.append(line)
+        code += bool(line.strip())
+        if code >= lines:
+            break
+    return "".join(out)
 
 
 def needs_retry(p: _Prepared, result: FillResult, cancel: CancelFlag | None) -> bool:
@@ -171,7 +191,7 @@ class _Layout:
     win_pos: torch.Tensor  # [R, W] absolute positions of the window slots
     hole: torch.Tensor  # [R, W] hole number of each slot, -1 for padding
     no_pad: torch.Tensor  # [R, W] slots that may not be pad (a hole's min_tokens)
-    seeds: list[int]
+    seeds: list[int | None]  # per row; None: greedy among sampled rows
     schedules: list[Schedule]  # per request
 
 
@@ -351,7 +371,7 @@ class Engine:
             slots = 0
             for i in members:
                 p = prepared[i]
-                need = sum(p.windows) * len(candidate_plan(p.request.options, self.default_candidates))
+                need = sum(p.windows) * len(self.candidate_plan(p.request.options))
                 if chunk and slots + need > self.config.max_batch_slots:
                     self._fill_chunk([prepared[j] for j in chunk], chunk, results, cancel, on_draft, constraint)
                     chunk, slots = [], 0
@@ -385,9 +405,7 @@ class Engine:
         # Requests in a chunk share their sampling options; each row keeps its request's steps.
         schedule = lay.schedules[0]
         row_steps = torch.tensor([lay.schedules[ri].steps for ri in rows], dtype=torch.long)
-        gens = None
-        if schedule.temperature > 0:
-            gens = [torch.Generator().manual_seed(s) for s in lay.seeds]
+        gens = self.generators(lay, schedule)
         deadlines = [p.request.options.deadline_ms for p in prepared if p.request.options.deadline_ms]
         deadline = time.monotonic() + min(deadlines) / 1000 if deadlines else None
 
@@ -413,9 +431,12 @@ class Engine:
             fills = self.keep_ends(fills, r, ends)
             ran_out = [bool((ids[r][hole[r] == h] != pad_id).all()) for h in range(len(fills))]
             finisher.take(r, rows[r], prepared[rows[r]].request, fills, score, filled, ran_out)
+        t0 = time.perf_counter()
+        picked = [self.pick(finisher, ri, p) for ri, p in enumerate(prepared)]
+        rank_ms = (time.perf_counter() - t0) * 1000
         total_ms = (time.perf_counter() - t_start) * 1000
         for ri, p in enumerate(prepared):
-            fills, filled = finisher.best(ri)
+            fills, filled = picked[ri]
             timings = Timings(
                 tokenize_ms=p.tokenize_ms,
                 context_ms=context_ms,
@@ -426,6 +447,7 @@ class Engine:
                 context_tokens=sum(len(s) for s in p.segments),
                 candidates=rows.count(ri),
                 constrain_ms=syntax.seconds * 1000 if syntax is not None else 0.0,
+                rank_ms=rank_ms,
             )
             fills = as_result(fills, p.indents, p.shape.opener)
             results[indices[ri]] = FillResult(fills=fills, timings=timings, model=self.model_id)
@@ -434,7 +456,8 @@ class Engine:
         """Candidate rows in document order: context positions, window slots and their holes."""
         rows, ctx_pos, win_pos, win_hole, win_nopad, seeds, schedules = [], [], [], [], [], [], []
         for ri, p in enumerate(prepared):
-            for scale, seed in candidate_plan(p.request.options, self.default_candidates):
+            plan = self.candidate_plan(p.request.options)
+            for scale, seed in plan:
                 lengths = [max(1, math.ceil(w * scale), len(lead) + 1) for w, lead in zip(p.windows, p.leads)]
                 cpos, wpos, whole, nopad, at = [], [], [], [], 0
                 for h, seg in enumerate(p.segments):
@@ -452,7 +475,7 @@ class Engine:
                 win_hole.append(whole)
                 win_nopad.append(nopad)
                 seeds.append(seed)
-            schedules.append(self.schedule(p.request.options, max(sum(p.windows), 1)))
+            schedules.append(self.schedule(p.request.options, max(sum(p.windows), 1), rows=len(plan)))
         R, W = len(rows), max(len(w) for w in win_pos)
         lay = _Layout(rows, torch.zeros((R, ctx_len), dtype=torch.long), torch.zeros((R, W), dtype=torch.long),
                       torch.full((R, W), -1, dtype=torch.long), torch.zeros((R, W), dtype=torch.bool), seeds, schedules)
@@ -545,17 +568,47 @@ class Engine:
 
     @property
     def default_candidates(self) -> int:
-        """Candidate rows per request when it sets none: one for a causal model (left to right, a
-        shorter window is only a cut of the longer one's fill), else the configured number."""
-        return 1 if self.model.capabilities.left_to_right else self.config.candidates
+        """Candidate rows per request when it sets none: for a model that scores text, the greedy
+        fill and draws to rank (rerank_candidates); else the configured number."""
+        return self.config.rerank_candidates if self.model.capabilities.scores_text else self.config.candidates
+
+    def candidate_plan(self, options: SamplingOptions) -> list[tuple[float, int | None]]:
+        return candidate_plan(options, self.default_candidates, self.model.capabilities.left_to_right)
+
+    @staticmethod
+    def generators(lay: "_Layout", schedule: Schedule) -> list[torch.Generator | None] | None:
+        """One random generator per row where the schedule samples (None for a greedy row)."""
+        if schedule.temperature <= 0:
+            return None
+        return [None if s is None else torch.Generator().manual_seed(s) for s in lay.seeds]
+
+    def pick(self, finisher: Finisher, ri: int, p: _Prepared) -> tuple[list[Fill], int]:
+        """Request ``ri``'s fills and token count: the finisher's best candidate; or, where the model
+        scores text and the request has one hole, of the candidates that rank first before their
+        score (finish.worth), the one that makes the document likeliest: the joint log-probability
+        of the fill and the first lines of the text after the hole (suffix_head), which a causal
+        model's fill never read. (The fill's own score stays what the model gave it.)"""
+        leaders = finisher.leaders(ri)
+        if not self.model.capabilities.scores_text or len(p.request.holes) != 1 or len(leaders) < 2:
+            return finisher.best(ri)
+        hole = p.request.holes[0]
+        after = p.shape.opener + suffix_head(p.request.text[hole.end :], self.config.rerank_lines)
+        head = p.heals[0].decode("utf-8", "replace")
+        texts = list(leaders)
+        scores = self.model.continuation_logprob(p.segments[0], self.tokenizer.encode_batch([head + t + after for t in texts]))
+        return leaders[texts[max(range(len(texts)), key=scores.__getitem__)]]
 
     def default_steps(self, slots: int) -> int:
         """The denoising steps for ``slots`` masked slots when a request sets none (the step rule)."""
         return max(1, math.ceil(slots / self.config.tokens_per_step))
 
-    def schedule(self, options: SamplingOptions, slots: int) -> Schedule:
-        if self.model.capabilities.left_to_right:  # a causal model: one slot per step, in order
-            return Schedule(steps=max(1, slots), policy="left-to-right", temperature=options.temperature, top_p=options.top_p,
+    def schedule(self, options: SamplingOptions, slots: int, rows: int = 1) -> Schedule:
+        """The schedule of a request's ``rows`` candidate rows with ``slots`` window slots each."""
+        if self.model.capabilities.left_to_right:  # a causal model: one slot per step, in order; a greedy
+            temperature = options.temperature  # request's draws (rows after its greedy first) at rerank_temperature
+            if temperature <= 0 and rows > 1:
+                temperature = self.config.rerank_temperature
+            return Schedule(steps=max(1, slots), policy="left-to-right", temperature=temperature, top_p=options.top_p,
                             frontier=True)
         steps = options.steps or self.default_steps(slots)
         return Schedule(

@@ -66,7 +66,7 @@ def merge_retry(first: FillResult, retry: FillResult) -> FillResult:
     t, r = first.timings, retry.timings
     fills = retry.fills if all(f.valid is not False for f in retry.fills) else first.fills
     timings = msgspec.structs.replace(
-        t, denoise_ms=t.denoise_ms + r.denoise_ms, constrain_ms=t.constrain_ms + r.constrain_ms,
+        t, denoise_ms=t.denoise_ms + r.denoise_ms, constrain_ms=t.constrain_ms + r.constrain_ms, rank_ms=t.rank_ms + r.rank_ms,
         total_ms=t.total_ms + r.total_ms - r.tokenize_ms, steps=t.steps + r.steps, rounds=t.rounds + r.rounds,
         candidates=t.candidates + r.candidates, tokens_filled=r.tokens_filled if fills is retry.fills else t.tokens_filled,
     )
@@ -121,12 +121,14 @@ class Finisher:
     def __init__(self, tokenizer, syntax):
         self.tokenizer, self.syntax = tokenizer, syntax
         self._best: dict[int, tuple[tuple[bool, bool, float], list[Fill], int]] = {}
+        self._all: dict[int, list[tuple[tuple[bool, bool, float], list[Fill], int]]] = {}
 
     def take(self, r: int, ri: int, request: FillRequest, fills: list[Fill], score: float, filled: int, ran_out: list[bool]) -> None:
         """Finish row r's ``fills`` (:meth:`finish_row`), a candidate of request ``ri`` with mean
         log-probability ``score`` and ``filled`` tokens, and keep it where it ranks best so far."""
         fills = self.finish_row(r, request, fills, ran_out)
         key = (*worth(fills), score)
+        self._all.setdefault(ri, []).append((key, fills, filled))
         if ri not in self._best or key > self._best[ri][0]:
             self._best[ri] = (key, fills, filled)
 
@@ -134,6 +136,16 @@ class Finisher:
         """Request ``ri``'s best candidate's fills and token count."""
         _, fills, filled = self._best[ri]
         return fills, filled
+
+    def leaders(self, ri: int) -> dict[str, tuple[list[Fill], int]]:
+        """Request ``ri``'s candidates that rank first before their score (:func:`worth`), one per
+        distinct text of its holes (the best scored of equals), best scored first."""
+        top = self._best[ri][0][:2]
+        out: dict[str, tuple[list[Fill], int]] = {}
+        for key, fills, filled in sorted(self._all[ri], key=lambda c: c[0], reverse=True):
+            if key[:2] == top:
+                out.setdefault("\x00".join(f.text for f in fills), (fills, filled))
+        return out
 
     def said_all(self, r: int, request: FillRequest, i: int, text: str) -> int | None:
         """Where a fill of hole i of row r, written left to right up to ``text`` (which ends a line),

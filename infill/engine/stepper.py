@@ -138,7 +138,7 @@ class Stepper:
         dev = engine.device
         state = engine.initial_state([p], lay)
         schedule = lay.schedules[0]
-        gens = [torch.Generator().manual_seed(s) for s in lay.seeds] if schedule.temperature > 0 else None
+        gens = engine.generators(lay, schedule)
         deadline_ms = p.request.options.deadline_ms
         deadline = time.monotonic() + deadline_ms / 1000 if deadline_ms else None
         row_steps = torch.full((len(lay.rows),), schedule.steps, dtype=torch.long)
@@ -294,12 +294,14 @@ class Stepper:
             fills = engine.keep_ends(fills, r, slot.ends)
             ran_out = [bool((ids[r][hole[r] == h] != pad_id).all()) for h in range(len(fills))]
             finisher.take(r, 0, p.request, fills, score, filled, ran_out)
-        fills, filled = finisher.best(0)
+        t0 = time.perf_counter()
+        fills, filled = engine.pick(finisher, 0, p)
+        rank_ms = (time.perf_counter() - t0) * 1000
         total_ms = (time.perf_counter() - slot.t_start) * 1000
         timings = Timings(tokenize_ms=p.tokenize_ms, context_ms=slot.context_ms, denoise_ms=slot.t_denoise * 1000,
                           total_ms=total_ms, steps=int(slot.finished_at.max()) if slot.rows else 0, tokens_filled=filled,
                           context_tokens=sum(len(s) for s in p.segments), candidates=slot.rows,
-                          constrain_ms=slot.syntax.seconds * 1000 if slot.syntax is not None else 0.0)
+                          constrain_ms=slot.syntax.seconds * 1000 if slot.syntax is not None else 0.0, rank_ms=rank_ms)
         result = FillResult(fills=as_result(fills, p.indents, p.shape.opener), timings=timings, model=engine.model_id)
         if slot.round == 1 and slot.scaffold is None and needs_retry(p, result, slot.cancel):
             slot.first = result

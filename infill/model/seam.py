@@ -42,6 +42,8 @@ class Capabilities:
     left_to_right: bool = False  # a causal model: a slot's prediction sees only what precedes it, so
     # the engine commits one slot per step, in document order (autoregressive decoding as the
     # degenerate schedule of masked diffusion)
+    scores_text: bool = False  # has ``continuation_logprob`` (a causal model): how likely a text goes on a
+    # context, so that candidates can be ranked by the text after the hole, which they did not see
 
 
 @runtime_checkable

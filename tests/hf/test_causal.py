@@ -36,10 +36,11 @@ def load(directory):
     return registry.load(directory, "cpu", torch.float32)
 
 
-def engine_of(directory):
-    """An engine over a freshly loaded model (no prefix cache from earlier fills)."""
+def engine_of(directory, candidates: int = 1):
+    """An engine over a freshly loaded model (no prefix cache from earlier fills); by default one
+    candidate row, the greedy fill (section 9 tests the ranked draws)."""
     m, tok = load(directory)
-    return Engine(m, tok, EngineConfig(model_dir=directory, device="cpu", precision="fp32"))
+    return Engine(m, tok, EngineConfig(model_dir=directory, device="cpu", precision="fp32", rerank_candidates=candidates))
 
 
 def reference(directory):
@@ -641,3 +642,72 @@ def test_the_prefix_cache_keeps_many_documents(hf_dirs):
     for d in docs:
         engine.fill(request(d))
     assert calls and all(n == 1 for n in calls)  # no document's context ran again
+
+
+# --------------------------------------------------------------------------- 9. ranked draws
+
+
+@torch.no_grad()
+def likelihood(ref, context: list[int], continuation: list[int]) -> float:
+    """transformers' summed log-probability of ``continuation`` after ``context``."""
+    ids = torch.tensor([context + continuation])
+    logp = torch.log_softmax(ref(ids).logits[0].float(), dim=-1)
+    return float(sum(logp[len(context) - 1 + i, t] for i, t in enumerate(continuation)))
+
+
+def test_continuation_logprob_is_the_checkpoints_likelihood(hf_dirs):
+    engine = engine_of(hf_dirs("causal-llama"))
+    tok, ref = engine.tokenizer, reference(hf_dirs("causal-llama"))
+    context = tok.encode(PREFIX)
+    conts = [tok.encode(" b\n" + SUFFIX[1:]), tok.encode(" a * 2"), tok.encode(" b")]
+    got = engine.model.continuation_logprob(context, conts)
+    want = [likelihood(ref, context, c) for c in conts]
+    assert np.allclose(got, want, atol=1e-3), (got, want)  # the context's states from the cache, the rest in one batch
+    assert engine.model.continuation_logprob(context, [conts[1]])[0] == pytest.approx(want[1], abs=1e-3)  # alone: the same
+    assert got[0] < got[2] < 0  # more tokens, less likely
+
+
+def test_a_greedy_row_among_draws_takes_the_argmax_and_a_rows_draws_are_its_own():
+    from infill.decode.sampler import Schedule, propose, row_noise
+
+    g = torch.Generator().manual_seed(0)
+    logp = torch.log_softmax(torch.randn(3, 50, generator=g), dim=-1)
+    sched = Schedule(steps=1, temperature=5.0, policy="left-to-right")  # hot: draws seldom the argmax
+    draws = [propose(logp, sched, row_noise([None, torch.Generator().manual_seed(s), torch.Generator().manual_seed(s + 1)],
+                                             [1, 1, 1], 50))[0] for s in range(20)]
+    assert all(int(d[0]) == int(logp[0].argmax()) for d in draws)  # the greedy row
+    assert len({int(d[1]) for d in draws}) > 3  # the sampled rows draw
+    alone = row_noise([torch.Generator().manual_seed(3)], [2], 50)
+    together = row_noise([None, torch.Generator().manual_seed(3), torch.Generator().manual_seed(9)], [1, 2, 1], 50)
+    assert torch.equal(alone, together[1:3])  # a row's noise does not depend on the rows beside it
+
+
+def test_candidates_are_the_greedy_fill_and_draws_ranked_by_the_text_after_the_hole(hf_dirs):
+    engine = engine_of(hf_dirs("causal-llama"), candidates=4)
+    tok, ref = engine.tokenizer, reference(hf_dirs("causal-llama"))
+    seen, scored = committed_rows(engine), []
+    real = engine.model.continuation_logprob
+    engine.model.continuation_logprob = lambda ctx, conts: scored.append((ctx, conts, real(ctx, conts))) or scored[-1][2]
+    req = request(PREFIX, max_tokens=6)
+    result = engine.fill(req)
+    assert result.timings.candidates == 4 and len(seen) == 4 and result.timings.rank_ms > 0
+    want = greedy(engine.model, ref, tok.encode(PREFIX), 6)
+    assert until_pad(seen[0], engine.model.pad_id) == [t for t in want if t != engine.model.pad_id]  # the first row greedy
+    assert len({tuple(s.tolist()) for s in seen}) > 1  # the others draws
+    (ctx, conts, scores), = scored  # one ranking, over the distinct fills, with the text after the hole
+    assert ctx == tok.encode(PREFIX) and len(conts) >= 2
+    after = SUFFIX  # its first lines of code (four: all of it here)
+    texts = [tok.decode(c) for c in conts]
+    assert all(t.endswith(after) for t in texts)
+    best = texts[int(np.argmax(scores))]
+    assert result.fills[0].text == best[: len(best) - len(after)]
+    assert np.allclose(scores, [likelihood(ref, ctx, c) for c in conts], atol=1e-3)
+    engine.model.continuation_logprob = real
+    one = engine_of(hf_dirs("causal-llama"), candidates=4).fill(msgspec_replace_candidates(req, 1))
+    assert one.timings.candidates == 1  # a request that asks for one row gets the greedy fill, unranked
+
+
+def msgspec_replace_candidates(req: FillRequest, n: int) -> FillRequest:
+    import msgspec
+
+    return msgspec.structs.replace(req, options=msgspec.structs.replace(req.options, candidates=n))

@@ -128,3 +128,36 @@ def test_min_score_option_is_checked():
     for bad in (0.5, "low", True, float("nan")):
         options, problems = parse_options({"minScore": bad})
         assert options.min_score is None and problems, bad
+
+
+@pytest.mark.asyncio
+async def test_a_suggestion_at_the_cursor_asks_for_cursor_candidates_and_filling_holes_for_the_default(tiny_engine):
+    """Issue 28: the ranked candidates of a causal model cost about 1.8x a fill, so a suggestion at
+    the cursor, typed or invoked, ghost text or completion list (which share one fill), asks for
+    ``cursorCandidates`` (1 unless set); filling <FILL> holes gets the engine's default (0)."""
+    server = _server(tiny_engine)
+    asked = []
+    real_fill = server.scheduler.fill
+
+    async def spy(key, request, **kwargs):
+        asked.append(request.options.candidates)
+        return await real_fill(key, request, **kwargs)
+
+    server.scheduler.fill = spy
+    try:
+        await server.fill_at_cursor(URI, types.Position(5, 7), automatic=True)
+        await server.fill_at_cursor(URI, types.Position(5, 7), automatic=False, kind="completion")
+        server.options, _ = parse_options({**FAST, "cursorCandidates": 3})
+        await server.fill_at_cursor(URI, types.Position(5, 7), automatic=True)
+        assert asked == [1, 1, 3]
+        assert server.sampling().candidates == 0 and server.sampling(cursor=True).candidates == 3
+    finally:
+        server.scheduler.shutdown()
+
+
+def test_cursor_candidates_option_is_checked():
+    assert parse_options({})[0].cursor_candidates == 1
+    assert parse_options({"cursorCandidates": 0})[0].cursor_candidates == 0
+    for bad in (-1, 17, 1.5, "2", True):
+        options, problems = parse_options({"cursorCandidates": bad})
+        assert options.cursor_candidates == 1 and problems, bad

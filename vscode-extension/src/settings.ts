@@ -16,10 +16,12 @@ export interface ServerOptions {
     retry?: boolean;
     feedbackFile?: string;
     minScore?: number;
+    cursorCandidates?: number;
 }
 
 export const SERVER_KEYS: readonly (keyof ServerOptions)[] = [
     "modelPath", "device", "maxTokens", "steps", "threshold", "debounceMs", "constrained", "retry", "feedbackFile", "minScore",
+    "cursorCandidates",
 ];
 
 /** Settings whose change means a new server process (the others are sent to the running one). */
@@ -66,6 +68,8 @@ export function toServerOptions(get: (key: string) => unknown, exp: Expansion): 
     if (feedbackFile !== undefined) out.feedbackFile = expandPath(feedbackFile, exp.home, exp.workspaceFolder, exp.env);
     const minScore = get("minScore");
     if (typeof minScore === "number" && Number.isFinite(minScore) && minScore <= 0) out.minScore = minScore;
+    const cursorCandidates = int("cursorCandidates");
+    if (cursorCandidates !== undefined && cursorCandidates >= 0) out.cursorCandidates = cursorCandidates;
     return out;
 }
 

@@ -13,6 +13,9 @@ once computed, and this model computes each one once:
   row), appending their keys and values; a slot the sampler masks again (a repair) drops its
   row's window states, which are run again from the committed slots.
 
+``continuation_logprob`` scores whole texts after a context (the context's states from the same
+cache): how the engine ranks candidates by the text after the hole, which no slot could read.
+
 ``window_hidden`` returns, for each slot, the state before it (shifted logits): the previous
 slot's, or the context token's before a hole. Only the states of slots whose predecessors are
 committed are meaningful; those are the only ones a frontier schedule reads.
@@ -225,3 +228,31 @@ class CausalLM(HFDiffusionModel):
             self._feed(st, ids, pos, new)
         states = torch.cat([st.win_hidden, st.ctx_hidden], dim=1)
         return states.gather(1, st.before[..., None].expand(-1, -1, states.shape[-1]))
+
+    # -- scoring ---------------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def continuation_logprob(self, context: list[int], continuations: list[list[int]]) -> list[float]:
+        """Per continuation, the summed log-probability of its tokens read after ``context`` (the
+        checkpoint's own distribution: no vocabulary rules). The context's states come from the
+        row cache, where a fill of the same context left them."""
+        dev = self.device
+        if context:
+            tokens, positions = torch.tensor(context, dtype=torch.long, device=dev), torch.arange(1, len(context) + 1, device=dev)
+        else:  # nothing before: the lead token predicts the first
+            tokens, positions = torch.tensor([self.lead_id], device=dev), torch.zeros(1, dtype=torch.long, device=dev)
+        row = self._encode_row(tokens, positions)
+        R, M, L = len(continuations), max(1, max(map(len, continuations))), len(tokens)
+        ids = torch.full((R, M), self.pad_id, dtype=torch.long, device=dev)
+        ok = torch.zeros((R, M), dtype=torch.bool, device=dev)
+        for r, c in enumerate(continuations):
+            ids[r, : len(c)] = torch.tensor(c, dtype=torch.long)
+            ok[r, : len(c)] = True
+        q_pos = (positions[-1] + 1 + torch.arange(M, device=dev)).expand(R, M)
+        key_ok = torch.cat([torch.ones((R, L), dtype=torch.bool, device=dev), ok], dim=1)
+        key_pos = torch.cat([positions.expand(R, L), q_pos], dim=1)
+        cache = _Appending([(k.expand(R, -1, -1, -1), v.expand(R, -1, -1, -1)) for k, v in row.kv])
+        h = self._run(ids, q_pos, additive_mask(key_ok, M, self.dtype, L, key_pos, q_pos), cache)
+        states = torch.cat([row.hidden[-1:].expand(R, 1, -1), h[:, :-1]], dim=1)  # the state before each token
+        logp = torch.log_softmax(self.raw_logits(states).float(), dim=-1).gather(2, ids[..., None])[..., 0]
+        return logp.masked_fill(~ok, 0.0).sum(1).tolist()

@@ -144,7 +144,7 @@ class HFDiffusionModel(nn.Module):
         super().__init__()
         self.hf = hf
         self.family = family
-        self.capabilities = Capabilities(exact_segment_cache=False, left_to_right=family.causal)
+        self.capabilities = Capabilities(exact_segment_cache=False, left_to_right=family.causal, scores_text=family.causal)
         self.variant = variant or family.key
         self.name = name
         self._mask_id, self._pad_id, self._eos_id, self.lead_id = mask_id, pad_id, eos_id, lead_id
