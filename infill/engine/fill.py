@@ -30,7 +30,7 @@ from infill.model.budget import budget_split, trim
 from infill.model.device import resolve_device, resolve_dtype
 from infill.model.seam import DiffusionModel, Tokenizer
 from infill.protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
-from infill.engine.finish import Finisher, as_result, join_scaffold, merge_retry, stay_quiet, strict_request
+from infill.engine.finish import Finisher, as_result, join_scaffold, merge_retry, stay_quiet, strict_request, worth
 from infill.decode.sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, denoise_steps
 from infill.syntax.hooks import Shape, hooks_for
 
@@ -58,6 +58,8 @@ class EngineConfig:
     # model): the greedy fill and draws, ranked by the text after the hole (Engine.pick)
     rerank_temperature: float = 0.7  # the draws' temperature (a greedy request's; a sampling request keeps its own)
     rerank_lines: int = 4  # the lines of code after the hole that rank them (suffix_head)
+    echo_branches: int = 3  # a ranked line's fill that only echoes the next line gets this many more greedy fills,
+    # each turning off the echo one token further on (Engine.echo_branches)
 
 
 @dataclass
@@ -73,6 +75,8 @@ class _Prepared:
     leads: list[list[int]] = field(default_factory=list)  # per hole, the tokens its fill starts with, committed before denoising
     heals: list[bytes] = field(default_factory=list)  # per hole, the bytes of the context's last token before it, taken
     # into the fill (its first token must start with them; they are dropped from the fill's text)
+    bans: list[tuple[int, int] | None] = field(default_factory=list)  # per hole, (slot, token): that slot of its
+    # window may not take that token (an echo branch, Engine.echo_branches)
 
 
 @contextlib.contextmanager
@@ -271,7 +275,8 @@ class Engine:
                 heals[h] = self.heal(segments[h]) if not leads[h] else b""
                 if heals[h]:
                     segments[h], windows[h] = segments[h][:-1], windows[h] + 1
-        return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000, indents, form, leads, heals)
+        return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000, indents, form, leads, heals,
+                         [None] * len(windows))
 
     def heal(self, segment: list[int]) -> bytes:
         """The bytes of ``segment``'s last token where a left-to-right fill after it should write
@@ -354,6 +359,8 @@ class Engine:
             self._fill_prepared(strict, again, retried, cancel, None, None)
             for i in again:
                 results[i] = merge_retry(results[i], retried[i])
+        if constraint is None:
+            self.echo_round(prepared, results, [i for i in range(len(requests)) if i not in work], cancel)
         for i, p in scaffolded.items():
             results[i] = join_scaffold(p.request, p.indents[0], work[i][0], results[i])
         if constraint is None:  # after every round: a cursor completion that cannot be made valid says nothing
@@ -495,13 +502,22 @@ class Engine:
                         no_pad=lay.no_pad.to(dev))
         self.commit_leads(state, prepared, lay.rows)
         heads = sorted({b for p in prepared for b in p.heals if b})
-        if heads:
+        bans = sorted({ban[1] for p in prepared for ban in p.bans if ban is not None})
+        if heads or bans:
             only = torch.full(lay.hole.shape, -1, dtype=torch.long)
             for r, ri in enumerate(lay.rows):
                 for h, b in enumerate(prepared[ri].heals):
                     if b:
                         only[r, int((lay.hole[r] == h).nonzero()[0])] = heads.index(b)
-            state.only, state.only_sets = only.to(dev), torch.stack([self.token_set(b) for b in heads])
+                for h, ban in enumerate(prepared[ri].bans):
+                    if ban is not None:
+                        only[r, int((lay.hole[r] == h).nonzero()[ban[0]])] = len(heads) + bans.index(ban[1])
+            sets = [self.token_set(b) for b in heads]
+            for t in bans:
+                every = torch.ones(self.model.vocab_size, dtype=torch.bool, device=dev)
+                every[t] = False
+                sets.append(every)
+            state.only, state.only_sets = only.to(dev), torch.stack(sets)
         return state
 
     def commit_leads(self, state: Windows, prepared: list[_Prepared], rows: list[int]) -> None:
@@ -575,6 +591,88 @@ class Engine:
     def candidate_plan(self, options: SamplingOptions) -> list[tuple[float, int | None]]:
         return candidate_plan(options, self.default_candidates, self.model.capabilities.left_to_right)
 
+    def echo_round(self, prepared: list[_Prepared], results: list[FillResult], members: list[int], cancel) -> None:
+        """Branch the ranked fills that only echo the line after the hole (echo_branches) and keep, of
+        the first fill and the branches', the best as Engine.pick ranks them."""
+        branches = {i: self.echo_branches(prepared[i], results[i]) for i in members}
+        branches = {i: b for i, b in branches.items() if b}
+        if not branches or (cancel is not None and cancel.is_set()):
+            return
+        flat = [b for i in branches for b in branches[i]]
+        got: list[FillResult | None] = [None] * len(flat)
+        self._fill_prepared(flat, list(range(len(flat))), got, cancel, None, None)
+        at = 0
+        for i, b in branches.items():
+            mine, at = got[at : at + len(b)], at + len(b)
+            results[i] = self.best_of(prepared[i], [results[i], *mine])
+
+    def echo_branches(self, p: _Prepared, result: FillResult) -> list[_Prepared]:
+        """Where a ranked request's one hole fills whole lines (nothing else on its line) and its fill
+        is blank or the start of the next line of code after it cut short (a causal model that cannot
+        see the text after the hole wants to write that line; the echo was cut, finish.cut_repeats),
+        greedy fills of it that may not write that line: branch j commits the line's first j tokens
+        after its indentation (and the healed bytes) and bans the next one. None elsewhere."""
+        req, n = p.request, self.config.echo_branches
+        if not n or len(req.holes) != 1 or not self.model.capabilities.scores_text:
+            return []
+        if len(self.candidate_plan(req.options)) < 2 or result.fills[0].valid is False:
+            return []
+        hole, text = req.holes[0], req.text
+        if text[text.rfind("\n", 0, hole.start) + 1 : hole.start].strip():
+            return []  # code before the hole on its line
+        after = text[hole.end :]
+        lines = after.split("\n")
+        if hole.end > 0 and text[hole.end - 1] != "\n":
+            if lines[0].strip():
+                return []  # code after the hole on its line
+            lines = lines[1:]
+        line = next((x for x in lines if x.strip()), None)
+        fill = result.fills[0].text
+        if line is None or not (not fill.strip() or (line.strip().startswith(fill.strip()) and not fill.endswith("\n"))):
+            return []
+        echo = self.tokenizer.encode(p.heals[0].decode("utf-8", "replace") + line + "\n")  # as the fill would write it
+        k0 = 0
+        while k0 < len(echo) and not self.tokenizer.decode([echo[k0]]).strip():
+            k0 += 1
+        lead = p.leads[0]
+        out = []
+        for j in range(n):
+            at = k0 + j
+            if at >= len(echo) - 1 or at + 1 >= p.windows[0]:
+                break
+            leads = echo[:at]
+            if lead and leads[: len(lead)] != lead:
+                break  # the hole's own indentation is not the line's
+            options = msgspec.structs.replace(req.options, candidates=1)
+            out.append(_Prepared(msgspec.structs.replace(req, options=options), p.segments, p.windows, 0.0, p.indents,
+                                 p.shape, [leads], p.heals, [(at, echo[at])]))
+        return out
+
+    def best_of(self, p: _Prepared, results: list[FillResult]) -> FillResult:
+        """Of one-hole ``results`` of the same request, the best: first by finish.worth, then by the
+        joint log-probability of the fill and the lines after the hole (as Engine.pick)."""
+        top = max(worth(r.fills) for r in results)
+        pool = {}
+        for r in results:  # the fills as the request's holes have them: as_result's indentation and opener undone
+            if worth(r.fills) == top:
+                text = r.fills[0].text
+                text = p.indents[0] + (text[: len(text) - len(p.shape.opener)] if p.shape.opener and text.endswith(p.shape.opener) else text)
+                pool.setdefault(text, r)
+        texts = list(pool)
+        best = pool[texts[self.rank(p, texts)]] if len(texts) > 1 else pool[texts[0]]
+        t = results[0].timings
+        timings = msgspec.structs.replace(t, rounds=t.rounds + len(results) - 1, total_ms=sum(r.timings.total_ms for r in results),
+                                          candidates=sum(r.timings.candidates for r in results))
+        return msgspec.structs.replace(best, timings=timings)
+
+    def rank(self, p: _Prepared, texts: list[str]) -> int:
+        """Which of the one-hole fill ``texts`` (as p's request has them) makes the document likeliest."""
+        hole = p.request.holes[0]
+        after = p.shape.opener + suffix_head(p.request.text[hole.end :], self.config.rerank_lines)
+        head = p.heals[0].decode("utf-8", "replace")
+        scores = self.model.continuation_logprob(p.segments[0], self.tokenizer.encode_batch([head + t + after for t in texts]))
+        return max(range(len(texts)), key=scores.__getitem__)
+
     @staticmethod
     def generators(lay: "_Layout", schedule: Schedule) -> list[torch.Generator | None] | None:
         """One random generator per row where the schedule samples (None for a greedy row)."""
@@ -591,12 +689,8 @@ class Engine:
         leaders = finisher.leaders(ri)
         if not self.model.capabilities.scores_text or len(p.request.holes) != 1 or len(leaders) < 2:
             return finisher.best(ri)
-        hole = p.request.holes[0]
-        after = p.shape.opener + suffix_head(p.request.text[hole.end :], self.config.rerank_lines)
-        head = p.heals[0].decode("utf-8", "replace")
         texts = list(leaders)
-        scores = self.model.continuation_logprob(p.segments[0], self.tokenizer.encode_batch([head + t + after for t in texts]))
-        return leaders[texts[max(range(len(texts)), key=scores.__getitem__)]]
+        return leaders[texts[self.rank(p, texts)]]
 
     def default_steps(self, slots: int) -> int:
         """The denoising steps for ``slots`` masked slots when a request sets none (the step rule)."""

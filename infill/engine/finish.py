@@ -48,6 +48,15 @@ def join_line_break(fill: str, after: str) -> str:
     return fill
 
 
+def text_after(request: FillRequest, i: int) -> str:
+    """The text after hole i as its fill's lines meet it: an insertion at a line's start, before
+    code, inserts whole lines (the code after it is the next line, not the rest of the fill's last
+    line), so its text after starts with a line break; any other hole's, as it is."""
+    hole, text = request.holes[i], request.text
+    whole_lines = hole.start == hole.end and (hole.start == 0 or text[hole.start - 1] == "\n")
+    return "\n" + text[hole.end :] if whole_lines and text[hole.end : hole.end + 1] not in ("", "\n", "\r") else text[hole.end :]
+
+
 def strict_request(request: FillRequest, shape: Shape) -> FillRequest:
     """The request of a retry: left to right, so that every committed token is one steering
     judged (a confident token committed out of order escapes it); its last hole's window at most
@@ -157,12 +166,13 @@ class Finisher:
         * finishing would cut it (it repeats itself or the text after the hole, :func:`cut_repeats`;
           in a constrained row, a cursor insertion's syntactic unit has ended);
         * the hole's line goes on after it, or a cursor suggestion (no minimum) starts after code
-          on its line: a fill ends with its first line;
+          on its line: a fill ends with its first line (an insertion at a line's start, before
+          code, is not inside that line: it inserts whole lines, :func:`text_after`);
         * a blank line after a line of code ends a suggestion, and so does a line indented less
           than the fill's first (it belongs to the block around the hole): both are not kept.
         """
         hole = request.holes[i]
-        after = request.text[hole.end :]
+        after = text_after(request, i)
         head = request.text[request.text.rfind("\n", 0, hole.start) + 1 : hole.start]
         cut = cut_repeats(text, head, after)
         if len(cut) < len(text):
@@ -190,9 +200,10 @@ class Finisher:
         leaves it invalid or blank and the whole fill ranks better (the header a loop ran into), the
         whole fill."""
         afters = [request.text[h.end :] for h in request.holes]
+        lines_after = [text_after(request, i) for i in range(len(request.holes))]
         heads = [request.text[request.text.rfind("\n", 0, h.start) + 1 : h.start] for h in request.holes]  # the holes' lines
-        cut = [msgspec.structs.replace(f, text=join_line_break(cut_repeats(f.text, head, after, out), after))
-               for f, head, after, out in zip(fills, heads, afters, ran_out)]
+        cut = [msgspec.structs.replace(f, text=join_line_break(cut_repeats(f.text, head, line_after, out), after))
+               for f, head, line_after, after, out in zip(fills, heads, lines_after, afters, ran_out)]
         if self.syntax is None or not self.syntax.checked(r):
             return cut
         whole = [msgspec.structs.replace(f, text=join_line_break(f.text, after)) for f, after in zip(fills, afters)]

@@ -120,10 +120,10 @@ def one_hole(model, tok, prefix: str, W: int):
     return pre, bound, torch.full((1, W), model.mask_id), pos, torch.ones((1, W), dtype=torch.bool)
 
 
-def engine_rows(engine, requests):
-    """What Engine._fill_chunk lays out before denoising: prepared requests, layout, bound
-    context, the initial windows."""
-    prepared = [engine.prepare(r) for r in requests]
+def engine_rows(engine, requests, prepared=None):
+    """What Engine._fill_chunk lays out before denoising: prepared requests (``prepared``: these,
+    already prepared), layout, bound context, the initial windows."""
+    prepared = prepared or [engine.prepare(r) for r in requests]
     cache = engine.context_cache.encode(engine.model, [p.segments for p in prepared])
     lay = engine.layout(prepared, cache.length)
     bound = engine.model.bind_context(cache, torch.tensor(lay.rows), lay.ctx_pos)
@@ -379,6 +379,10 @@ def test_said_all_rules():
     # a cursor suggestion after code on its line ends with that line; an explicit hole there goes on
     assert said("def f():\n    x = <FILL>\n", "g(a,\n          b)\n") == len("g(a,")
     assert said("def f():\n    x = <FILL>\n", "g(a,\n          b)\n", min_tokens=1) is None
+    # an insertion at a line's start, before code, inserts whole lines: the next line does not go on from it
+    assert said("def f():\n<FILL>    return x\n", "    x = 1\n") is None
+    assert said("def f():\n<FILL>    return x\n", "    x = 1\n    return x\n") == len("    x = 1\n")  # the copy cut
+    assert said("def f():\n    y = <FILL>g(x)\n", "1 + \n") == len("1 + ")  # inside the line: it goes on
 
 
 # --------------------------------------------------------------------------- 7. the frontier schedule
@@ -711,3 +715,40 @@ def msgspec_replace_candidates(req: FillRequest, n: int) -> FillRequest:
     import msgspec
 
     return msgspec.structs.replace(req, options=msgspec.structs.replace(req.options, candidates=n))
+
+
+# --------------------------------------------------------------------------- 10. echo branches
+
+
+def test_a_ranked_whole_line_fill_that_echoes_the_next_line_branches_off_it(hf_dirs):
+    from infill.protocol import Fill, FillResult, Timings
+
+    engine = engine_of(hf_dirs("causal-llama"), candidates=4)
+    tok = engine.tokenizer
+    text = "def f(a):\n    x = a\n    return x\n"
+    at = text.index("    return")
+    req = FillRequest(text=text, holes=[Hole(start=at, end=at, max_tokens=8, min_tokens=1)], language="python")
+    p = engine.prepare(req)
+    echo = tok.encode(p.heals[0].decode() + "    return x\n")  # after the healed line break, as a fill writes it
+    k0 = next(i for i, t in enumerate(echo) if tok.decode([t]).strip())
+    for fill in ("    ", "    return", ""):  # blank, or the next line cut short: an echo
+        branches = engine.echo_branches(p, FillResult([Fill(text=fill, score=-1.0, valid=True)], Timings(), "m"))
+        assert [b.leads[0] for b in branches] == [echo[: k0 + j] for j in range(len(branches))] and len(branches) >= 2
+        assert [b.bans[0] for b in branches] == [(k0 + j, echo[k0 + j]) for j in range(len(branches))]
+        assert all(b.request.options.candidates == 1 for b in branches)  # each the greedy fill of its branch
+    for fill in ("    y = 2\n", "    return x\n"):  # other code, or a whole line: no echo to branch off
+        assert engine.echo_branches(p, FillResult([Fill(text=fill, score=-1.0, valid=True)], Timings(), "m")) == []
+    one = engine_of(hf_dirs("causal-llama"), candidates=1)  # unranked: nothing to choose with
+    assert one.echo_branches(one.prepare(req), FillResult([Fill(text="", score=-1.0, valid=True)], Timings(), "m")) == []
+    mid = FillRequest(text=text, holes=[Hole(start=at + 4, end=at + 4, min_tokens=1)], language="python")  # code after it
+    assert engine.echo_branches(engine.prepare(mid), FillResult([Fill(text="", score=-1.0, valid=True)], Timings(), "m")) == []
+    # a branch's banned token is ruled out at its slot, its lead committed before it
+    b = engine.echo_branches(p, FillResult([Fill(text="", score=-1.0, valid=True)], Timings(), "m"))[1]
+    prepared, lay, bound, state = engine_rows(engine, [b.request], prepared=[b])
+    slot = int((state.hole[0] == 0).nonzero()[k0 + 1])
+    assert state.ids[0, slot - 1] == echo[k0] and not state.masked[0, slot - 1]
+    allowed = state.only_sets[state.only[0, slot]]
+    assert not allowed[echo[k0 + 1]] and int(allowed.sum()) == engine.model.vocab_size - 1
+    # and through fill: the branches' fills are ranked with the first one
+    result = engine.fill(req)
+    assert result.fills[0].valid is not False
