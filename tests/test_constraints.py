@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from infill.syntax.constraint import RequestCheck, SyntaxConstraint, for_chunk, is_valid
+from infill.syntax.constraint import RequestCheck, SyntaxConstraint, for_chunk, is_clean, is_valid
 from infill.syntax.languages import grammar
 from infill.model.network import BoundContext
 from infill.protocol import FillRequest, Hole, SamplingOptions
@@ -57,7 +57,7 @@ def test_validity_is_judged_against_the_documents_own_errors():
     text, i = cursor(doc)
     d = Document(grammar("python"), text, [(i, i)])
     assert d.baseline, "the document has an error of its own"
-    assert d.end <= text.index("def g"), "g is outside the judged region"
+    assert d.end <= text.index("def g"), "g is outside the judged region (the compiler judges it)"
     assert d.valid([b" 1"])
     assert not d.valid([b" (1"])
     assert not d.valid([b" 1\n    if"])
@@ -488,7 +488,7 @@ def test_unknown_or_unconstrained_requests_get_no_constraint(caplog):
 def test_a_broken_constraint_lets_the_fill_go_on(monkeypatch):
     c = constraint_for(request("y = foo(a, |)\n"))
     monkeypatch.setattr(RequestCheck, "valid", lambda self, fills: 1 / 0)
-    monkeypatch.setattr(c.checks[0].doc, "new_errors", lambda fills: 1 / 0)
+    monkeypatch.setattr(c.checks[0].doc, "errors", lambda fills: 1 / 0)
     state = windows([[TOK["b"], TOK[")"], PAD, PAD]])
     assert not c.remask(state).any()
     assert c.judge(0, ["b"]) is None
@@ -698,3 +698,17 @@ def test_a_headers_closed_brackets_may_take_the_colon_the_model_ranks_low(list_t
     # the fill may not end after 'def f(self)', and the model offers nothing else
     tokens, allowed = c.steer(state, torch.tensor([[f, close, PAD, PAD]]), state.masked.clone(), lambda r, k: [PAD])
     assert tokens[0, 2] == colon and allowed[0, 2]
+
+
+def test_a_fill_may_mend_what_its_holes_cut_broke_away_from_them():
+    # `else {` cut: the `}` that closed its block is stray further down, past where a top-level
+    # node of the broken tree would end; only a fill that opens the block again mends the document
+    text = "class A {\n  m(x) {\n    if (x) {\n      a();\n    }\n      b();\n    }\n    return 1;\n  }\n}\n"
+    at = text.index("    }\n      b") + 5
+    d = Document(grammar("javascript"), text, [(at, at)])
+    assert (d.start, d.end) == (0, len(text)), "broken away from the hole, the document is judged whole"
+    assert d.errors([b""])[0] == [] and not d.errors([b""])[2], "valid (the break is not the fill's), not clean"
+    assert d.errors([b" else {"])[2] and is_clean("javascript", text, [(at, at)], [" else {"])
+    assert not d.errors([b" else { b(); }"])[2], "opened and closed again: the stray '}' stays"
+    whole = Document(grammar("javascript"), text.replace("}\n      b", "} else {\n      b"), [(at, at)])
+    assert whole.errors([b""])[2], "an unbroken document is clean with a fill that adds no error"

@@ -388,3 +388,44 @@ def test_a_hole_that_must_be_filled_keeps_its_invalid_fill():
     unconstrained = FillRequest(text=text, holes=[Hole(at, at, 8)], language="python",
                                 options=SamplingOptions(constrained=False))
     assert stay_quiet(unconstrained, broken) is broken
+
+
+# A hole cut where `else {` stood: the `}` that closed its block is stray further down.
+BROKEN_JS = "function f(x) {\n  if (x) {\n    a();\n  }\n    b();\n  }\n  return 1;\n}\n"
+AFTER_IF = BROKEN_JS.index("  }\n    b") + 3
+
+
+def _fill_with(tiny_engine, monkeypatch, texts, request):
+    """``request`` filled by ``tiny_engine`` whose candidate rows decode to ``texts`` (the first scored best)."""
+    real, seen = Engine.decode_row, []
+
+    def decode_row(self, ids, logprob, hole, n_holes):
+        fills, _, filled = real(self, ids, logprob, hole, n_holes)
+        k = len(seen) % len(texts)
+        seen.append(k)
+        return [msgspec.structs.replace(f, text=texts[k]) for f in fills], -float(k), filled
+
+    monkeypatch.setattr(Engine, "decode_row", decode_row)
+    return tiny_engine.fill(request)
+
+
+def test_a_fill_that_mends_the_document_its_hole_broke_is_cut_where_it_has(tiny_engine, monkeypatch):
+    req = FillRequest(text=BROKEN_JS, holes=[Hole(AFTER_IF, AFTER_IF, 16)], language="javascript",
+                      options=SamplingOptions(candidates=1))
+    r = _fill_with(tiny_engine, monkeypatch, [" else { b(); c();"], req)
+    assert r.fills[0].text == " else {" and r.fills[0].valid is True  # the body is the text after the hole's
+    line = BROKEN_JS.index("if (x)")  # the `if (x) {` line cut: a fill that writes the whole block again
+    text = BROKEN_JS[:line] + BROKEN_JS[line + len("if (x) {") :]
+    req = FillRequest(text=text, holes=[Hole(line, line, 16)], language="javascript", options=SamplingOptions(candidates=1))
+    r = _fill_with(tiny_engine, monkeypatch, ["if (y) {\n    a();\n  }\n"], req)
+    assert r.fills[0].text == "if (y) {" and r.fills[0].valid is True
+    # a fill that cannot mend it is kept as it is, valid: the stray '}' is not its doing
+    r = _fill_with(tiny_engine, monkeypatch, [" // done"], msgspec.structs.replace(req, holes=[Hole(AFTER_IF, AFTER_IF, 16)], text=BROKEN_JS))
+    assert r.fills[0].text == " // done" and r.fills[0].valid is True
+
+
+def test_a_candidate_that_mends_the_document_beats_a_likelier_one_that_leaves_it_broken(tiny_engine, monkeypatch):
+    req = FillRequest(text=BROKEN_JS, holes=[Hole(AFTER_IF, AFTER_IF, 16)], language="javascript",
+                      options=SamplingOptions(candidates=2))
+    r = _fill_with(tiny_engine, monkeypatch, [" a();", " else {"], req)  # the first scored best, both valid
+    assert r.fills[0].text == " else {"

@@ -30,7 +30,7 @@ from infill.model.budget import budget_split, trim
 from infill.model.device import resolve_device, resolve_dtype
 from infill.model.seam import DiffusionModel, Tokenizer
 from infill.protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
-from infill.engine.finish import Finisher, as_result, join_scaffold, merge_retry, stay_quiet, strict_request, worth
+from infill.engine.finish import Finisher, as_result, join_scaffold, merge_retry, result_rank, stay_quiet, strict_request
 from infill.decode.sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, denoise_steps
 from infill.syntax.hooks import Shape, hooks_for
 
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "model" / "default_model"
 MAX_HOLE_TOKENS = 512
+LINE_BREAK = "line break"  # a ban (_Prepared.bans) of every token that holds a line break
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,9 @@ class _Prepared:
     leads: list[list[int]] = field(default_factory=list)  # per hole, the tokens its fill starts with, committed before denoising
     heals: list[bytes] = field(default_factory=list)  # per hole, the bytes of the context's last token before it, taken
     # into the fill (its first token must start with them; they are dropped from the fill's text)
-    bans: list[tuple[int, int] | None] = field(default_factory=list)  # per hole, (slot, token): that slot of its
-    # window may not take that token (an echo branch, Engine.echo_branches)
+    bans: list[tuple[int, int | str] | None] = field(default_factory=list)  # per hole, (slot, token): that slot of its
+    # window may not take that token (an echo branch, Engine.echo_branches); (slot, LINE_BREAK): from that slot on, no
+    # slot may take a token that breaks the line (a mend branch, Engine.mend_branch)
 
 
 @contextlib.contextmanager
@@ -208,7 +210,7 @@ class Engine:
         self.device = model.device
         self.dtype = model.dtype
         self.context_cache = SegmentCache(config.context_cache_tokens)
-        self._token_sets: dict[bytes, torch.Tensor] = {}
+        self._token_sets: dict[tuple[bytes, bool], torch.Tensor] = {}
         self._vocab_bytes: list[bytes] | None = None
         if tokenizer.mask_id != model.mask_id or tokenizer.pad_id != model.pad_id:
             raise ModelLoadError("tokenizer.json and config.json disagree on the mask/pad token ids")
@@ -292,15 +294,27 @@ class Engine:
         last = self.tokenizer.token_bytes(segment[-1])
         return last if last and not last.strip() else b""
 
-    def token_set(self, head: bytes) -> torch.Tensor:
-        """[V] bool: the tokens whose bytes start with ``head``."""
-        if head not in self._token_sets:
+    def token_set(self, head: bytes, anywhere: bool = False) -> torch.Tensor:
+        """[V] bool: the tokens whose bytes start with ``head`` (``anywhere``: that hold it)."""
+        key = (head, anywhere)
+        if key not in self._token_sets:
             if self._vocab_bytes is None:
                 self._vocab_bytes = [self.tokenizer.token_bytes(i) for i in range(self.tokenizer.vocab_size)]
             ok = torch.zeros(self.model.vocab_size, dtype=torch.bool)
-            ok[[i for i, b in enumerate(self._vocab_bytes) if b.startswith(head)]] = True
-            self._token_sets[head] = ok.to(self.device)
-        return self._token_sets[head]
+            ok[[i for i, b in enumerate(self._vocab_bytes) if (head in b if anywhere else b.startswith(head))]] = True
+            self._token_sets[key] = ok.to(self.device)
+        return self._token_sets[key]
+
+    def slot_set(self, head: bytes, ban: int | str | None) -> torch.Tensor:
+        """[V] bool: the tokens a slot bound to healed bytes ``head`` ("": none) and ``ban`` may take:
+        those that start with ``head``, less ``ban`` (a token, or LINE_BREAK: every token holding one)."""
+        ok = self.token_set(head) if head else torch.ones(self.model.vocab_size, dtype=torch.bool, device=self.device)
+        if ban == LINE_BREAK:
+            return ok & ~self.token_set(b"\n", anywhere=True)
+        if ban is not None:
+            ok = ok.clone()
+            ok[ban] = False
+        return ok
 
     def indent_tokens(self, width: int) -> list[int]:
         """The tokens that indent a line by ``width`` spaces before its first word, as running
@@ -501,23 +515,23 @@ class Engine:
                         hole=lay.hole.to(dev), masked=valid.to(dev), logprob=torch.zeros(lay.hole.shape, device=dev),
                         no_pad=lay.no_pad.to(dev))
         self.commit_leads(state, prepared, lay.rows)
-        heads = sorted({b for p in prepared for b in p.heals if b})
-        bans = sorted({ban[1] for p in prepared for ban in p.bans if ban is not None})
-        if heads or bans:
+        bound: dict[tuple[int, int], tuple[bytes, int | str | None]] = {}  # (row, slot): (healed bytes, ban)
+        for r, ri in enumerate(lay.rows):
+            slots = [(lay.hole[r] == h).nonzero().flatten() for h in range(len(prepared[ri].heals))]
+            for h, b in enumerate(prepared[ri].heals):
+                if b:
+                    bound[(r, int(slots[h][0]))] = (b, None)
+            for h, ban in enumerate(prepared[ri].bans):
+                if ban is not None:  # a line break is banned from its slot to the window's end
+                    for k in slots[h][ban[0] :] if ban[1] == LINE_BREAK else slots[h][ban[0] : ban[0] + 1]:
+                        at = (r, int(k))
+                        bound[at] = (bound.get(at, (b"", None))[0], ban[1])
+        if bound:
+            kinds = sorted(set(bound.values()), key=str)
             only = torch.full(lay.hole.shape, -1, dtype=torch.long)
-            for r, ri in enumerate(lay.rows):
-                for h, b in enumerate(prepared[ri].heals):
-                    if b:
-                        only[r, int((lay.hole[r] == h).nonzero()[0])] = heads.index(b)
-                for h, ban in enumerate(prepared[ri].bans):
-                    if ban is not None:
-                        only[r, int((lay.hole[r] == h).nonzero()[ban[0]])] = len(heads) + bans.index(ban[1])
-            sets = [self.token_set(b) for b in heads]
-            for t in bans:
-                every = torch.ones(self.model.vocab_size, dtype=torch.bool, device=dev)
-                every[t] = False
-                sets.append(every)
-            state.only, state.only_sets = only.to(dev), torch.stack(sets)
+            for (r, k), kind in bound.items():
+                only[r, k] = kinds.index(kind)
+            state.only, state.only_sets = only.to(dev), torch.stack([self.slot_set(*kind) for kind in kinds])
         return state
 
     def commit_leads(self, state: Windows, prepared: list[_Prepared], rows: list[int]) -> None:
@@ -592,9 +606,10 @@ class Engine:
         return candidate_plan(options, self.default_candidates, self.model.capabilities.left_to_right)
 
     def echo_round(self, prepared: list[_Prepared], results: list[FillResult], members: list[int], cancel) -> None:
-        """Branch the ranked fills that only echo the line after the hole (echo_branches) and keep, of
-        the first fill and the branches', the best as Engine.pick ranks them."""
-        branches = {i: self.echo_branches(prepared[i], results[i]) for i in members}
+        """Branch the ranked fills that only echo the line after the hole (echo_branches) or leave
+        the document broken where the line could go on to mend it (mend_branch), and keep, of the
+        first fill and the branches', the best as Engine.pick ranks them."""
+        branches = {i: self.echo_branches(prepared[i], results[i]) or self.mend_branch(prepared[i], results[i]) for i in members}
         branches = {i: b for i, b in branches.items() if b}
         if not branches or (cancel is not None and cancel.is_set()):
             return
@@ -648,13 +663,42 @@ class Engine:
                                  p.shape, [leads], p.heals, [(at, echo[at])]))
         return out
 
+    def mend_branch(self, p: _Prepared, result: FillResult) -> list[_Prepared]:
+        """Where a ranked request's one hole got a valid fill that leaves its judged region broken
+        (finish.result_rank: not clean; a hole cut where a block's opening line stood leaves that
+        block's closer stray, and the fill ended its line without opening it: ``}`` + nothing, where
+        `` else {`` stood), one greedy fill that commits the fill's first line and may not break a
+        line after it, so that it goes on to open what the text after it closes (the finisher cuts
+        it back to where it mends the document, Finisher._cut_to_mend). None elsewhere."""
+        req = p.request
+        if len(req.holes) != 1 or p.shape.opener or not self.model.capabilities.scores_text:
+            return []
+        if len(self.candidate_plan(req.options)) < 2 or not req.options.constrained:
+            return []
+        rank = self.rank_in(p, result.fills)
+        if not rank[0] or rank[1]:
+            return []
+        line = result.fills[0].text.split("\n", 1)[0]
+        lead = p.leads[0]
+        leads = self.tokenizer.encode(p.heals[0].decode("utf-8", "replace") + p.indents[0] + line) if line.strip() else list(lead)
+        if leads[: len(lead)] != lead or len(leads) + 1 >= p.windows[0]:
+            return []
+        options = msgspec.structs.replace(req.options, candidates=1)
+        return [_Prepared(msgspec.structs.replace(req, options=options), p.segments, p.windows, 0.0, p.indents,
+                          p.shape, [leads], p.heals, [(len(leads), LINE_BREAK)])]
+
+    def rank_in(self, p: _Prepared, fills: list[Fill]) -> tuple[bool, bool, bool]:
+        """finish.result_rank of a result's ``fills`` for p's request (as_result's indentation undone)."""
+        return result_rank(p.request, [msgspec.structs.replace(f, text=p.indents[0] + f.text) for f in fills])
+
     def best_of(self, p: _Prepared, results: list[FillResult]) -> FillResult:
-        """Of one-hole ``results`` of the same request, the best: first by finish.worth, then by the
-        joint log-probability of the fill and the lines after the hole (as Engine.pick)."""
-        top = max(worth(r.fills) for r in results)
+        """Of one-hole ``results`` of the same request, the best: first by finish.result_rank, then by
+        the joint log-probability of the fill and the lines after the hole (as Engine.pick)."""
+        ranks = [self.rank_in(p, r.fills) for r in results]
+        top = max(ranks)
         pool = {}
-        for r in results:  # the fills as the request's holes have them: as_result's indentation and opener undone
-            if worth(r.fills) == top:
+        for r, rank in zip(results, ranks):  # the fills as the request's holes have them: as_result's indentation and opener undone
+            if rank == top:
                 text = r.fills[0].text
                 text = p.indents[0] + (text[: len(text) - len(p.shape.opener)] if p.shape.opener and text.endswith(p.shape.opener) else text)
                 pool.setdefault(text, r)
@@ -683,7 +727,7 @@ class Engine:
     def pick(self, finisher: Finisher, ri: int, p: _Prepared) -> tuple[list[Fill], int]:
         """Request ``ri``'s fills and token count: the finisher's best candidate; or, where the model
         scores text and the request has one hole, of the candidates that rank first before their
-        score (finish.worth), the one that makes the document likeliest: the joint log-probability
+        score (Finisher.rank_of), the one that makes the document likeliest: the joint log-probability
         of the fill and the first lines of the text after the hole (suffix_head), which a causal
         model's fill never read. (The fill's own score stays what the model gave it.)"""
         leaders = finisher.leaders(ri)

@@ -22,7 +22,7 @@ import msgspec
 
 from infill.engine.repeats import cut_repeats
 from infill.protocol import Fill, FillRequest, FillResult
-from infill.syntax.constraint import is_valid
+from infill.syntax.constraint import is_clean, is_valid
 from infill.syntax.hooks import Shape, hooks_for
 
 MAX_CUTS = 12  # parses spent cutting an invalid fill back to a valid prefix, longest first, at most
@@ -111,6 +111,15 @@ def worth(fills: list[Fill]) -> tuple[bool, bool]:
     return fills[0].valid is True, all(f.text.strip() for f in fills)
 
 
+def result_rank(request: FillRequest, fills: list[Fill]) -> tuple[bool, bool, bool]:
+    """How a result's ``fills`` for ``request`` rank before their score, as Finisher.rank_of ranks
+    a row's: valid, then leaving the judged region with no error at all, then code in every hole."""
+    valid, code = worth(fills)
+    holes = [(h.start, h.end) for h in request.holes]
+    clean = valid and request.options.constrained and is_clean(request.language, request.text, holes, [f.text for f in fills])
+    return valid, clean is True, code
+
+
 def as_result(fills: list[Fill], indents: list[str], opener: str) -> list[Fill]:
     """A request's best fills as the original request has them: without the indentation moved
     into each hole (:func:`drop_indent`), and the last with its shape's ``opener``."""
@@ -129,17 +138,25 @@ class Finisher:
 
     def __init__(self, tokenizer, syntax):
         self.tokenizer, self.syntax = tokenizer, syntax
-        self._best: dict[int, tuple[tuple[bool, bool, float], list[Fill], int]] = {}
-        self._all: dict[int, list[tuple[tuple[bool, bool, float], list[Fill], int]]] = {}
+        self._best: dict[int, tuple[tuple[bool, bool, bool, float], list[Fill], int]] = {}
+        self._all: dict[int, list[tuple[tuple[bool, bool, bool, float], list[Fill], int]]] = {}
 
     def take(self, r: int, ri: int, request: FillRequest, fills: list[Fill], score: float, filled: int, ran_out: list[bool]) -> None:
         """Finish row r's ``fills`` (:meth:`finish_row`), a candidate of request ``ri`` with mean
         log-probability ``score`` and ``filled`` tokens, and keep it where it ranks best so far."""
         fills = self.finish_row(r, request, fills, ran_out)
-        key = (*worth(fills), score)
+        key = (*self.rank_of(r, fills), score)
         self._all.setdefault(ri, []).append((key, fills, filled))
         if ri not in self._best or key > self._best[ri][0]:
             self._best[ri] = (key, fills, filled)
+
+    def rank_of(self, r: int, fills: list[Fill]) -> tuple[bool, bool, bool]:
+        """How row r's finished ``fills`` rank before their score: :func:`worth`, with the rows whose
+        fills leave their judged region with no error at all (``SyntaxConstraint.clean``: they also
+        mend what the holes' cut broke away from them) after the valid ones."""
+        valid, code = worth(fills)
+        clean = valid and self.syntax is not None and self.syntax.checked(r) and self.syntax.clean(r, [f.text for f in fills])
+        return valid, bool(clean), code
 
     def best(self, ri: int) -> tuple[list[Fill], int]:
         """Request ``ri``'s best candidate's fills and token count."""
@@ -147,12 +164,12 @@ class Finisher:
         return fills, filled
 
     def leaders(self, ri: int) -> dict[str, tuple[list[Fill], int]]:
-        """Request ``ri``'s candidates that rank first before their score (:func:`worth`), one per
+        """Request ``ri``'s candidates that rank first before their score (:meth:`rank_of`), one per
         distinct text of its holes (the best scored of equals), best scored first."""
-        top = self._best[ri][0][:2]
+        top = self._best[ri][0][:3]
         out: dict[str, tuple[list[Fill], int]] = {}
         for key, fills, filled in sorted(self._all[ri], key=lambda c: c[0], reverse=True):
-            if key[:2] == top:
+            if key[:3] == top:
                 out.setdefault("\x00".join(f.text for f in fills), (fills, filled))
         return out
 
@@ -219,7 +236,8 @@ class Finisher:
         that parses (never below a hole's min_tokens): "print(x" beats "print(x))"; where none
         does, to a line's end with the brackets it leaves open closed (:meth:`_cut_and_close`);
         where that fails too and the text after the hole starts a line, to a prefix that ends its
-        line (:meth:`_cut_and_break`).
+        line (:meth:`_cut_and_break`). A valid row of a document broken away from its holes is cut
+        where it has just mended that, where it does (:meth:`_cut_to_mend`).
         """
         syntax, texts = self.syntax, []
         for i, (h, f) in enumerate(zip(request.holes, fills)):
@@ -235,7 +253,34 @@ class Finisher:
                 if cut is not None:
                     texts, valid = texts[:i] + [cut] + texts[i + 1 :], True
                     break
+        elif valid and syntax.broken(r):
+            for i, h in enumerate(request.holes):
+                cut = self._cut_to_mend(r, texts, i, fills[i].text, request.text[h.end :])
+                if cut is not None:
+                    texts = texts[:i] + [cut] + texts[i + 1 :]
+                    break
         return [Fill(text=t, score=f.score, valid=valid) for t, f in zip(texts, fills)]
+
+    def _cut_to_mend(self, r: int, texts: list[str], i: int, text: str, after: str) -> str | None:
+        """Fill i (``text``, before a cursor completion's truncation) of valid fills ``texts`` of a
+        document broken away from its holes, cut at one of its first SHORT_CUTS line ends, or where
+        it is one line, at one of its MAX_CUTS shortest token prefixes that end with an opening
+        bracket, shortest first, where that leaves row r valid with no error at all in its judged
+        region (``SyntaxConstraint.clean``); None where none does. A hole cut where a block's
+        opening line stood leaves that block's closer stray further down: a fill that opens the
+        block again and goes on (its body again, its own ``}``) mends the document where it has just
+        opened it; the text after the hole has the rest."""
+        if "\n" in text.rstrip("\n"):
+            cuts = [text[: m + 1] for m, c in enumerate(text) if c == "\n" and m + 1 < len(text)][:SHORT_CUTS]
+        else:  # where it has just opened a bracket
+            toks, openers = self.tokenizer.encode(text), self.syntax.openers(r, i)
+            cuts = [c for c in (self.tokenizer.decode(toks[:k]) for k in range(1, len(toks))) if c.rstrip()[-1:] in openers][:MAX_CUTS]
+        for cut in cuts:
+            cut = join_line_break(cut, after)
+            cand = texts[:i] + [cut] + texts[i + 1 :]
+            if self.syntax.judge(r, cand) and self.syntax.clean(r, cand):
+                return cut
+        return None
 
     def _cut_back(self, r: int, texts: list[str], i: int, min_tokens: int) -> str | None:
         """The longest token prefix (of at least ``min_tokens``) of fill i that makes row r valid,

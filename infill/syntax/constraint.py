@@ -51,7 +51,7 @@ from infill.syntax.steering import LexState, Lexer
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RequestCheck", "SyntaxConstraint", "for_chunk", "is_valid", "truncate_completion"]
+__all__ = ["RequestCheck", "SyntaxConstraint", "for_chunk", "is_clean", "is_valid", "truncate_completion"]
 
 _SYNTAX_CHARS = set("()[]{}\"'`")
 LOOKAHEAD = 2  # masked slots of a hole whose proposals steering judges, left to right
@@ -79,12 +79,21 @@ class RequestCheck:
             ctx = hooks.steering_context(self.doc, i, hole_context(self.doc, i), shape)
             self.lexers.append(None if ctx.in_text else Lexer(g.spec, ctx))
         self._valid: dict[tuple[bytes, ...], bool] = {}
+        self._clean: dict[tuple[bytes, ...], bool] = {}
 
     def new_errors(self, fills: list[bytes]):
         """The document's new errors with ``fills`` (and the opener after the last): see Document.new_errors."""
-        errors, spans = self.doc.new_errors([f + t for f, t in zip(fills, self.tails)])
+        errors, spans, clean = self.doc.errors([f + t for f, t in zip(fills, self.tails)])
         self._valid[tuple(fills)] = not errors
+        self._clean[tuple(fills)] = clean
         return errors, spans
+
+    def clean(self, fills: list[bytes]) -> bool:
+        """Do ``fills`` leave the judged region with no error at all (Document.errors)?"""
+        key = tuple(fills)
+        if key not in self._clean:
+            self.new_errors(fills)
+        return self._clean[key]
 
     def valid(self, fills: list[bytes]) -> bool:
         key = tuple(fills)
@@ -111,6 +120,15 @@ def is_valid(language: str | None, text: str, holes: list[tuple[int, int]], fill
     if g is None:
         return None
     return Document(g, text, holes).valid([f.encode("utf-8", "surrogatepass") for f in fills])
+
+
+def is_clean(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> bool | None:
+    """Does ``text`` with ``fills`` in ``holes`` leave the judged region with no error at all
+    (Document.errors: what the holes' cut broke elsewhere mended too)? None without a usable grammar."""
+    g = lookup_grammar(language)
+    if g is None:
+        return None
+    return Document(g, text, holes).errors([f.encode("utf-8", "surrogatepass") for f in fills])[2]
 
 
 class SyntaxConstraint:
@@ -383,6 +401,16 @@ class SyntaxConstraint:
         """Is row r with final fill texts ``texts`` valid? None if the row is not checked."""
         return self._ask(r, texts, lambda check, fills: check.valid(fills))
 
+    def clean(self, r: int, texts: list[str]) -> bool | None:
+        """Does row r with fill texts ``texts`` leave its judged region with no error at all, the
+        errors the holes' cut left away from them mended too (RequestCheck.clean)? None if not checked."""
+        return self._ask(r, texts, lambda check, fills: check.clean(fills))
+
+    def broken(self, r: int) -> bool:
+        """Is row r's document broken away from its holes (errors its fills are not judged by,
+        Document.baseline), so that a fill may mend it (``clean``)?"""
+        return self.checked(r) and bool(self.checks[r].doc.baseline)
+
     def error_at(self, r: int, texts: list[str], hole: int) -> tuple[int, int] | None:
         """The span of the first new error of row r with fill texts ``texts``, in bytes from hole
         ``hole``'s fill start (see RequestCheck.first_error); None if valid or not checked (judge
@@ -411,6 +439,11 @@ class SyntaxConstraint:
         lexers = self.checks[r].lexers
         lexer = lexers[i] if i < len(lexers) else None
         return lexer.close(text) if lexer is not None else None
+
+    def openers(self, r: int, i: int) -> set[str]:
+        """The opening brackets of hole i of row r's language (none where the hole is not steered)."""
+        lexers = self.checks[r].lexers
+        return lexers[i].openers if i < len(lexers) and lexers[i] is not None else set()
 
     def steered(self, r: int, i: int) -> bool:
         """Has hole i of row r a steering lexer?"""

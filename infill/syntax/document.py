@@ -8,8 +8,11 @@
   must accept that region too. Errors of the original that touch a hole, or
   that only whitespace parts from one, are the fill's business (a half-typed line is what a
   completion finishes; an unclosed bracket before a hole at the end of a file, the fill closes);
-  errors elsewhere are the baseline, matched by position through the edit. Fills are parsed
-  incrementally from the original tree.
+  errors elsewhere are the baseline, matched by position through the edit. A document broken
+  away from its holes is judged whole where no compiler judges (its top-level nodes may not be
+  the text's: a stray '}' ends a class early), and a fill that leaves no error at all there
+  mends it (``Document.errors``: a hole cut where a block's opening line stood). Fills are
+  parsed incrementally from the original tree.
 - :func:`hole_context` tells the steering lexer (infill/syntax/steering.py) what is open at a hole's
   start: brackets, strings or comments, and what the language's hooks add (``HoleContext.lang``:
   Python's indentation levels).
@@ -104,15 +107,35 @@ class Document:
             self.head, self.local = b"", self.data[self.start : self.end]
             whole = (self.start, self.end) == (0, len(self.data))
             self.local_tree = self.tree if whole else grammar.parse(self.local)
+        self._judge_in_region()
+        # The language's compiler judges too, where its hooks have one (Python's: infill/lang/python/pycompile.py).
+        self.strict = self.hooks.strict_check(self.local, self.local_spans) if self.spans else None
+        if self.strict is None and not self.head and (self.start, self.end) != (0, len(self.data)) and self._broken_away():
+            # Broken away from the holes, the top-level nodes may not be the document's (a stray '}'
+            # the cut left ends a class early): what a fill opens may close past them. The whole
+            # document (where a compiler judges, its region: it could not judge a broken whole).
+            self.start, self.end, self.local, self.local_tree = 0, len(self.data), self.data, self.tree
+            self._judge_in_region()
+        self._outer: Document | None = None
+        self.contexts: dict[int, HoleContext] = {}  # hole_context's, per hole
+
+    def _broken_away(self) -> bool:
+        """Has the whole document an error that does not touch a hole (the judged region's baseline,
+        or one outside the region)?"""
+        if self.baseline:
+            return True
+        if not self.tree.root_node.has_error:
+            return False
+        reach = [blank_around(self.data, s, t) for s, t in self.spans]
+        return any(not any(_touch(e.start, e.end, s, t) for s, t in reach) for e in error_spans(self.tree.root_node))
+
+    def _judge_in_region(self) -> None:
+        """The holes' spans in the judged region and its baseline errors."""
         self.local_spans = [(s - self.start + len(self.head), e - self.start + len(self.head)) for s, e in self.spans]
         # An error that only whitespace parts from a hole is the hole's too (an unclosed '{' or
         # a block header with no body right before it, a stray 'else:' right after it).
         reach = [blank_around(self.local, s, t) for s, t in self.local_spans]
         self.baseline = [e for e in error_spans(self.local_tree.root_node) if not any(_touch(e.start, e.end, s, t) for s, t in reach)]
-        # The language's compiler judges too, where its hooks have one (Python's: infill/lang/python/pycompile.py).
-        self.strict = self.hooks.strict_check(self.local, self.local_spans) if self.spans else None
-        self._outer: Document | None = None
-        self.contexts: dict[int, HoleContext] = {}  # hole_context's, per hole
 
     def outer(self) -> "Document":
         """The same document judged in the top-level statements around the holes (itself where it is)."""
@@ -161,16 +184,25 @@ class Document:
 
     def new_errors(self, fills: list[bytes]) -> tuple[list[ErrorSpan], list[tuple[int, int]]]:
         """Errors of the filled region that the original did not have, and the fill spans (region bytes)."""
+        new, spans, _ = self.errors(fills)
+        return new, spans
+
+    def errors(self, fills: list[bytes]) -> tuple[list[ErrorSpan], list[tuple[int, int]], bool]:
+        """:meth:`new_errors`, and whether the filled region has no error at all: the fills also
+        mend what the document with holes had broken away from them (a hole cut where an opening
+        line stood leaves its block's closer stray further down; only a fill that opens it again
+        mends that)."""
         tree, data, spans = self.parse(fills)
         if self.head and tree.root_node.child_count != 1:  # the fill left the method's block: it is the class's business
-            return self.outer().new_errors(fills)
+            return self.outer().errors(fills)
+        every = error_spans(tree.root_node)
         # Map each baseline error into the filled document: shift by the growth of earlier holes.
         shifted = []
         for b in self.baseline:
             delta = sum((f1 - f0) - (e - s) for (s, e), (f0, f1) in zip(self.local_spans, spans) if e <= b.start)
             shifted.append((b.start + delta, b.end + delta))
         new = []
-        for err in error_spans(tree.root_node):
+        for err in every:
             in_fill = any(_touch(err.start, err.end, a, b) for a, b in spans)
             if in_fill or not any(_touch(err.start, err.end, a, b) for a, b in shifted):
                 new.append(err)
@@ -178,7 +210,7 @@ class Document:
             err = self.strict.error(data)
             if err is not None:
                 new.append(ErrorSpan(err.start, err.end, err.message))
-        return new, spans
+        return new, spans, not new and not every
 
     def valid(self, fills: list[bytes]) -> bool:
         return not self.new_errors(fills)[0]

@@ -752,3 +752,35 @@ def test_a_ranked_whole_line_fill_that_echoes_the_next_line_branches_off_it(hf_d
     # and through fill: the branches' fills are ranked with the first one
     result = engine.fill(req)
     assert result.fills[0].valid is not False
+
+
+def test_a_ranked_fill_that_leaves_its_document_broken_branches_into_one_that_may_not_end_its_line(hf_dirs):
+    from infill.engine.fill import LINE_BREAK
+    from infill.protocol import Fill, FillResult, Timings
+
+    engine = engine_of(hf_dirs("causal-llama"), candidates=4)
+    tok = engine.tokenizer
+    text = "function f(x) {\n  if (x) {\n    a();\n  }\n    b();\n  }\n  return 1;\n}\n"  # `else {` cut after `}`
+    at = text.index("  }\n    b") + 3
+    req = FillRequest(text=text, holes=[Hole(start=at, end=at, max_tokens=8)], language="javascript")
+    p = engine.prepare(req)
+
+    def result(fill):
+        return FillResult([Fill(text=fill, score=-1.0, valid=True)], Timings(), "m")
+
+    (b,) = engine.mend_branch(p, result(" else"))  # valid, but the stray '}' stays: the line goes on from it
+    assert tok.decode(b.leads[0]) == p.heals[0].decode() + " else" and b.bans == [(len(b.leads[0]), LINE_BREAK)]
+    assert b.request.options.candidates == 1
+    assert engine.mend_branch(p, result(" else {")) == []  # it mends the document: nothing to branch
+    assert engine.mend_branch(p, FillResult([Fill(text=")", score=-1.0, valid=False)], Timings(), "m")) == []
+    one = engine_of(hf_dirs("causal-llama"), candidates=1)  # unranked: nothing to choose with
+    assert one.mend_branch(one.prepare(req), result(" else")) == []
+    # from the branch's slot on, no slot may take a token that breaks a line
+    prepared, lay, bound, state = engine_rows(engine, [b.request], prepared=[b])
+    slots = (state.hole[0] == 0).nonzero().flatten()
+    breaks = [t for t in range(len(engine._vocab_bytes)) if b"\n" in engine._vocab_bytes[t]]
+    assert breaks
+    for k in slots[len(b.leads[0]) :]:
+        assert not state.only_sets[state.only[0, k]][breaks].any()
+    result_ = engine.fill(req)
+    assert result_.fills[0].valid is not False
