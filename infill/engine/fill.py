@@ -664,21 +664,22 @@ class Engine:
         return out
 
     def mend_branch(self, p: _Prepared, result: FillResult) -> list[_Prepared]:
-        """Where a ranked request's one hole got a valid fill that leaves its judged region broken
-        (finish.result_rank: not clean; a hole cut where a block's opening line stood leaves that
-        block's closer stray, and the fill ended its line without opening it: ``}`` + nothing, where
-        `` else {`` stood), one greedy fill that commits the fill's first line and may not break a
-        line after it, so that it goes on to open what the text after it closes (the finisher cuts
-        it back to where it mends the document, Finisher._cut_to_mend). None elsewhere."""
+        """Where a ranked request's one hole got a valid fill that leaves its document broken where
+        the text after the hole closes brackets nothing before it opens (syntax.constraint.mendable:
+        a hole cut where a block's opening line stood leaves that block's closer stray, and the fill
+        ended its line without opening it: ``}`` + nothing, where `` else {`` stood), one greedy
+        fill that commits the fill's first line and may not break a line after it, so that it goes
+        on to open what the text after it closes (the finisher cuts it back to where it mends the
+        document, Finisher._cut_to_mend). None elsewhere."""
         req = p.request
         if len(req.holes) != 1 or p.shape.opener or not self.model.capabilities.scores_text:
             return []
         if len(self.candidate_plan(req.options)) < 2 or not req.options.constrained:
             return []
-        rank = self.rank_in(p, result.fills)
-        if not rank[0] or rank[1]:
+        fill = result.fills[0]
+        if fill.valid is not True or not syntax_constraints.mendable(req.language, req.text, [(h.start, h.end) for h in req.holes], [p.indents[0] + fill.text]):
             return []
-        line = result.fills[0].text.split("\n", 1)[0]
+        line = fill.text.split("\n", 1)[0]
         lead = p.leads[0]
         leads = self.tokenizer.encode(p.heals[0].decode("utf-8", "replace") + p.indents[0] + line) if line.strip() else list(lead)
         if leads[: len(lead)] != lead or len(leads) + 1 >= p.windows[0]:

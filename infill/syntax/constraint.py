@@ -51,7 +51,7 @@ from infill.syntax.steering import LexState, Lexer
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RequestCheck", "SyntaxConstraint", "for_chunk", "is_clean", "is_valid", "truncate_completion"]
+__all__ = ["RequestCheck", "SyntaxConstraint", "for_chunk", "is_clean", "is_valid", "mendable", "truncate_completion"]
 
 _SYNTAX_CHARS = set("()[]{}\"'`")
 LOOKAHEAD = 2  # masked slots of a hole whose proposals steering judges, left to right
@@ -129,6 +129,19 @@ def is_clean(language: str | None, text: str, holes: list[tuple[int, int]], fill
     if g is None:
         return None
     return Document(g, text, holes).errors([f.encode("utf-8", "surrogatepass") for f in fills])[2]
+
+
+def mendable(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> bool:
+    """Do ``fills`` leave ``text`` broken away from its ``holes`` (not Document.errors' clean), where
+    the text after a hole closes brackets that nothing before it opens (``HoleContext.surplus``), so
+    that a fill that opens them could mend it? False without a usable grammar."""
+    g = lookup_grammar(language)
+    if g is None:
+        return False
+    doc = Document(g, text, holes)
+    if doc.errors([f.encode("utf-8", "surrogatepass") for f in fills])[2]:
+        return False
+    return any(hole_context(doc, i).surplus for i in range(len(holes)))
 
 
 class SyntaxConstraint:

@@ -773,6 +773,10 @@ def test_a_ranked_fill_that_leaves_its_document_broken_branches_into_one_that_ma
     assert b.request.options.candidates == 1
     assert engine.mend_branch(p, result(" else {")) == []  # it mends the document: nothing to branch
     assert engine.mend_branch(p, FillResult([Fill(text=")", score=-1.0, valid=False)], Timings(), "m")) == []
+    broken = "function f(x) {\n  let y = ;\n  return 1;\n}\n"  # broken elsewhere: no bracket a fill could open
+    at2 = broken.index("return 1;") + len("return 1;")
+    other = engine.prepare(FillRequest(text=broken, holes=[Hole(start=at2, end=at2, max_tokens=8)], language="javascript"))
+    assert engine.mend_branch(other, result(" // one")) == []
     one = engine_of(hf_dirs("causal-llama"), candidates=1)  # unranked: nothing to choose with
     assert one.mend_branch(one.prepare(req), result(" else")) == []
     # from the branch's slot on, no slot may take a token that breaks a line
