@@ -47,9 +47,10 @@ class Schedule:
     overrun: float = 0.0  # a row held back (constraint, pad order) may take this share more steps,
     # then commits what is left at once: a batch never waits long for one slow row
     alternatives: int = 8  # a token the constraint refuses is replaced by the next best it allows, tried this deep
-    frontier: bool = False  # only each hole's first masked slot is proposed and committed, one per step
-    # (a causal model: a later slot's prediction would read masked ones); the end of a step budget
-    # or a deadline ends a fill there (its other masked slots become pad)
+    frontier: bool = False  # only each row's first masked slot is proposed and committed, one per step, its
+    # holes in document order (a causal model: a later slot's prediction would read masked ones, and a later
+    # hole's reads the earlier holes' whole fills); the end of a step budget or a deadline ends a fill there
+    # (its other masked slots become pad)
 
 
 @dataclass
@@ -371,9 +372,9 @@ class Denoiser:
 
     def live(self) -> torch.Tensor:
         """[R, W] the slots a step may commit, whose logits ``advance`` takes: every masked slot, or
-        with a frontier schedule each hole's first masked slot."""
+        with a frontier schedule each row's first masked slot (window slots are in document order)."""
         masked = self.state.masked
-        return masked & first_masked(self.state.hole, masked) if self.schedule.frontier else masked
+        return masked & (masked.long().cumsum(1) == 1) if self.schedule.frontier else masked
 
     @torch.no_grad()
     def advance(self, logits: torch.Tensor) -> Step:

@@ -392,7 +392,7 @@ class Engine:
             slots = 0
             for i in members:
                 p = prepared[i]
-                need = sum(p.windows) * len(self.candidate_plan(p.request.options))
+                need = sum(p.windows) * len(self.candidate_plan(p.request))
                 if chunk and slots + need > self.config.max_batch_slots:
                     self._fill_chunk([prepared[j] for j in chunk], chunk, results, cancel, on_draft, constraint)
                     chunk, slots = [], 0
@@ -477,7 +477,7 @@ class Engine:
         """Candidate rows in document order: context positions, window slots and their holes."""
         rows, ctx_pos, win_pos, win_hole, win_nopad, seeds, schedules = [], [], [], [], [], [], []
         for ri, p in enumerate(prepared):
-            plan = self.candidate_plan(p.request.options)
+            plan = self.candidate_plan(p.request)
             for scale, seed in plan:
                 lengths = [max(1, math.ceil(w * scale), len(lead) + 1) for w, lead in zip(p.windows, p.leads)]
                 cpos, wpos, whole, nopad, at = [], [], [], [], 0
@@ -602,8 +602,15 @@ class Engine:
         fill and draws to rank (rerank_candidates); else the configured number."""
         return self.config.rerank_candidates if self.model.capabilities.scores_text else self.config.candidates
 
-    def candidate_plan(self, options: SamplingOptions) -> list[tuple[float, int | None]]:
-        return candidate_plan(options, self.default_candidates, self.model.capabilities.left_to_right)
+    def candidate_plan(self, request: FillRequest) -> list[tuple[float, int | None]]:
+        """A request's candidate rows (:func:`candidate_plan`). A model that scores text ranks the
+        draws of one-hole requests only (Engine.pick): a request with several holes that sets no
+        number gets its greedy fill alone (draws chosen by their mean score are no better, and
+        each costs a row)."""
+        default = self.default_candidates
+        if self.model.capabilities.scores_text and len(request.holes) > 1:
+            default = 1
+        return candidate_plan(request.options, default, self.model.capabilities.left_to_right)
 
     def echo_round(self, prepared: list[_Prepared], results: list[FillResult], members: list[int], cancel) -> None:
         """Branch the ranked fills that only echo the line after the hole (echo_branches) or leave
@@ -630,7 +637,7 @@ class Engine:
         req, n = p.request, self.config.echo_branches
         if not n or len(req.holes) != 1 or not self.model.capabilities.scores_text:
             return []
-        if len(self.candidate_plan(req.options)) < 2 or result.fills[0].valid is False:
+        if len(self.candidate_plan(req)) < 2 or result.fills[0].valid is False:
             return []
         hole, text = req.holes[0], req.text
         if text[text.rfind("\n", 0, hole.start) + 1 : hole.start].strip():
@@ -674,7 +681,7 @@ class Engine:
         req = p.request
         if len(req.holes) != 1 or p.shape.opener or not self.model.capabilities.scores_text:
             return []
-        if len(self.candidate_plan(req.options)) < 2 or not req.options.constrained:
+        if len(self.candidate_plan(req)) < 2 or not req.options.constrained:
             return []
         fill = result.fills[0]
         if fill.valid is not True or not syntax_constraints.mendable(req.language, req.text, [(h.start, h.end) for h in req.holes], [p.indents[0] + fill.text]):

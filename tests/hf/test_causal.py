@@ -388,6 +388,19 @@ def test_said_all_rules():
 # --------------------------------------------------------------------------- 7. the frontier schedule
 
 
+def test_a_request_with_several_holes_gets_its_greedy_fill_alone_unless_it_asks_for_more(hf_dirs):
+    engine = engine_of(hf_dirs("causal-llama"), candidates=4)
+    text = "def f(a, b):\n    x = a\n    y = b\n    return x\n"
+    at = [text.index(" a\n"), text.index(" b\n")]
+    two = FillRequest(text=text, holes=[Hole(start=i, end=i + 2, max_tokens=4) for i in at], language="python")
+    assert engine.candidate_plan(two) == [(1.0, None)]  # draws are ranked for one hole only
+    one = FillRequest(text=text, holes=[Hole(start=at[0], end=at[0] + 2, max_tokens=4)], language="python")
+    assert len(engine.candidate_plan(one)) == 4
+    asked = msgspec_replace_candidates(two, 3)
+    assert len(engine.candidate_plan(asked)) == 3
+    assert engine.fill(two).timings.candidates == 1
+
+
 def test_frontier_commits_one_slot_per_row_per_step_in_order(hf_dirs):
     engine = engine_of(hf_dirs("causal-llama"))
     text = "def f(a, b):\n    x = a\n    y = b\n    return x\n"
@@ -407,8 +420,9 @@ def test_frontier_commits_one_slot_per_row_per_step_in_order(hf_dirs):
     n = 0
     for step in denoise_steps(m, bound, state, sched, row_steps=row_steps):
         n += 1
-        live = first_masked(state.hole, masked_before)
-        assert asked[-1] == int(live.sum())  # logits only for each hole's first masked slot
+        live = masked_before & (masked_before.long().cumsum(1) == 1)  # each row's first masked slot: the
+        assert asked[-1] == int(live.sum())  # first hole's to its end, then the next's (a later hole reads it whole)
+        assert (live <= first_masked(state.hole, masked_before)).all()
         for r in range(2):
             if masked_before[r].any():
                 assert int(step.committed[r].sum()) == 1, (n, r, step.committed[r])

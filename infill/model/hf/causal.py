@@ -1,7 +1,7 @@
 """A causal (autoregressive) Llama / Qwen2 checkpoint behind the seam, decoded incrementally.
 
 A causal model is the degenerate case of masked diffusion: a slot's prediction may read only the
-tokens before it, so the engine commits one slot per hole per step, in document order
+tokens before it, so the engine commits one slot per row per step, its holes in document order
 (``capabilities.left_to_right``; the sampler's frontier schedule). That makes every state final
 once computed, and this model computes each one once:
 
