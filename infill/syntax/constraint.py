@@ -78,28 +78,26 @@ class RequestCheck:
         for i in range(len(request.holes)):
             ctx = hooks.steering_context(self.doc, i, hole_context(self.doc, i), shape)
             self.lexers.append(None if ctx.in_text else Lexer(g.spec, ctx))
-        self._valid: dict[tuple[bytes, ...], bool] = {}
-        self._clean: dict[tuple[bytes, ...], bool] = {}
+        self._judged: dict[tuple[bytes, ...], tuple[bool, bool]] = {}  # fills: (valid, clean)
 
     def new_errors(self, fills: list[bytes]):
         """The document's new errors with ``fills`` (and the opener after the last): see Document.new_errors."""
         errors, spans, clean = self.doc.errors([f + t for f, t in zip(fills, self.tails)])
-        self._valid[tuple(fills)] = not errors
-        self._clean[tuple(fills)] = clean
+        self._judged[tuple(fills)] = (not errors, clean)
         return errors, spans
+
+    def _judge(self, fills: list[bytes]) -> tuple[bool, bool]:
+        key = tuple(fills)
+        if key not in self._judged:
+            self.new_errors(fills)
+        return self._judged[key]
+
+    def valid(self, fills: list[bytes]) -> bool:
+        return self._judge(fills)[0]
 
     def clean(self, fills: list[bytes]) -> bool:
         """Do ``fills`` leave the judged region with no error at all (Document.errors)?"""
-        key = tuple(fills)
-        if key not in self._clean:
-            self.new_errors(fills)
-        return self._clean[key]
-
-    def valid(self, fills: list[bytes]) -> bool:
-        key = tuple(fills)
-        if key not in self._valid:
-            self.new_errors(fills)
-        return self._valid[key]
+        return self._judge(fills)[1]
 
     def first_error(self, fills: list[bytes], hole: int) -> tuple[int, int] | None:
         """None if ``fills`` are valid; else the span of the first new error, in bytes from the
@@ -111,35 +109,37 @@ class RequestCheck:
         return first.start - spans[hole][0], first.end - spans[hole][0]
 
 
+def _document(language: str | None, text: str, holes: list[tuple[int, int]]) -> Document | None:
+    g = lookup_grammar(language)
+    return Document(g, text, holes) if g is not None else None
+
+
+def _encoded(fills: list[str]) -> list[bytes]:
+    return [f.encode("utf-8", "surrogatepass") for f in fills]
+
+
 def is_valid(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> bool | None:
     """Does ``text`` with ``fills`` in ``holes`` (str offsets) parse with no new error node?
 
     None when the language has no usable grammar. For benchmarks and callers outside the engine.
     """
-    g = lookup_grammar(language)
-    if g is None:
-        return None
-    return Document(g, text, holes).valid([f.encode("utf-8", "surrogatepass") for f in fills])
+    doc = _document(language, text, holes)
+    return doc.valid(_encoded(fills)) if doc is not None else None
 
 
 def is_clean(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> bool | None:
     """Does ``text`` with ``fills`` in ``holes`` leave the judged region with no error at all
     (Document.errors: what the holes' cut broke elsewhere mended too)? None without a usable grammar."""
-    g = lookup_grammar(language)
-    if g is None:
-        return None
-    return Document(g, text, holes).errors([f.encode("utf-8", "surrogatepass") for f in fills])[2]
+    doc = _document(language, text, holes)
+    return doc.errors(_encoded(fills))[2] if doc is not None else None
 
 
 def mendable(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> bool:
     """Do ``fills`` leave ``text`` broken away from its ``holes`` (not Document.errors' clean), where
     the text after a hole closes brackets that nothing before it opens (``HoleContext.surplus``), so
     that a fill that opens them could mend it? False without a usable grammar."""
-    g = lookup_grammar(language)
-    if g is None:
-        return False
-    doc = Document(g, text, holes)
-    if doc.errors([f.encode("utf-8", "surrogatepass") for f in fills])[2]:
+    doc = _document(language, text, holes)
+    if doc is None or doc.errors(_encoded(fills))[2]:
         return False
     return any(hole_context(doc, i).surplus for i in range(len(holes)))
 
