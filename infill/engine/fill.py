@@ -635,9 +635,7 @@ class Engine:
         greedy fills of it that may not write that line: branch j commits the line's first j tokens
         after its indentation (and the healed bytes) and bans the next one. None elsewhere."""
         req, n = p.request, self.config.echo_branches
-        if not n or len(req.holes) != 1 or not self.model.capabilities.scores_text:
-            return []
-        if len(self.candidate_plan(req)) < 2 or result.fills[0].valid is False:
+        if not n or not self.ranks_one_hole(req) or result.fills[0].valid is False:
             return []
         hole, text = req.holes[0], req.text
         if text[text.rfind("\n", 0, hole.start) + 1 : hole.start].strip():
@@ -665,9 +663,7 @@ class Engine:
             leads = echo[:at]
             if lead and leads[: len(lead)] != lead:
                 break  # the hole's own indentation is not the line's
-            options = msgspec.structs.replace(req.options, candidates=1)
-            out.append(_Prepared(msgspec.structs.replace(req, options=options), p.segments, p.windows, 0.0, p.indents,
-                                 p.shape, [leads], p.heals, [(at, echo[at])]))
+            out.append(self.branch(p, leads, (at, echo[at])))
         return out
 
     def mend_branch(self, p: _Prepared, result: FillResult) -> list[_Prepared]:
@@ -679,9 +675,7 @@ class Engine:
         on to open what the text after it closes (the finisher cuts it back to where it mends the
         document, Finisher._cut_to_mend). None elsewhere."""
         req = p.request
-        if len(req.holes) != 1 or p.shape.opener or not self.model.capabilities.scores_text:
-            return []
-        if len(self.candidate_plan(req)) < 2 or not req.options.constrained:
+        if p.shape.opener or not req.options.constrained or not self.ranks_one_hole(req):
             return []
         fill = result.fills[0]
         if fill.valid is not True or not syntax_constraints.mendable(req.language, req.text, [(h.start, h.end) for h in req.holes], [p.indents[0] + fill.text]):
@@ -691,9 +685,18 @@ class Engine:
         leads = self.tokenizer.encode(p.heals[0].decode("utf-8", "replace") + p.indents[0] + line) if line.strip() else list(lead)
         if leads[: len(lead)] != lead or len(leads) + 1 >= p.windows[0]:
             return []
-        options = msgspec.structs.replace(req.options, candidates=1)
-        return [_Prepared(msgspec.structs.replace(req, options=options), p.segments, p.windows, 0.0, p.indents,
-                          p.shape, [leads], p.heals, [(len(leads), LINE_BREAK)])]
+        return [self.branch(p, leads, (len(leads), LINE_BREAK))]
+
+    def ranks_one_hole(self, request: FillRequest) -> bool:
+        """Is ``request`` one hole whose candidates Engine.pick ranks by the text after it?"""
+        return len(request.holes) == 1 and self.model.capabilities.scores_text and len(self.candidate_plan(request)) > 1
+
+    @staticmethod
+    def branch(p: _Prepared, leads: list[int], ban: tuple[int, int | str]) -> _Prepared:
+        """The greedy fill of p's one hole that starts with ``leads`` (committed) under ``ban``."""
+        req = p.request
+        req = msgspec.structs.replace(req, options=msgspec.structs.replace(req.options, candidates=1))
+        return _Prepared(req, p.segments, p.windows, 0.0, p.indents, p.shape, [leads], p.heals, [ban])
 
     def rank_in(self, p: _Prepared, fills: list[Fill]) -> tuple[bool, bool, bool]:
         """finish.result_rank of a result's ``fills`` for p's request (as_result's indentation undone)."""
