@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from infill.errors import Cancelled
+from infill.model.seam import Capabilities
 from infill.model.network import BoundContext, DiffusionLM, ModelConfig
 from infill.decode.sampler import (Schedule, Windows, choose, denoise, denoise_steps, pad_tail, propose, ranked, tokens_this_step,
                             top_p_filter)
@@ -20,6 +21,7 @@ class Scripted:
 
     def __init__(self, confidence=None, pad_from=None):
         self.mask_id, self.pad_id = MASK, PAD  # what the sampler reads of the seam, besides its two methods
+        self.capabilities = Capabilities(exact_segment_cache=True)
         self.calls = 0
         self.rows: list[int] = []  # rows of each call
         self.confidence = confidence  # [W] logit margins; higher = more confident
@@ -345,6 +347,7 @@ class Ranked:
 
     def __init__(self):
         self.mask_id, self.pad_id = MASK, PAD  # what the sampler reads of the seam, besides its two methods
+        self.capabilities = Capabilities(exact_segment_cache=True)
 
     def logits(self, h):
         return h
@@ -435,3 +438,70 @@ def test_ranked_tokens_are_what_propose_picks_once_the_better_ones_are_ruled_out
         token = propose(logp.masked_fill(banned, float("-inf")), schedule, noise)[0]
         assert torch.equal(order[:, j], token)
         banned[torch.arange(5), token] = True
+
+
+# -- variable length (a model with an expand token: DreamOn) -------------------------------------
+
+EXPAND = 2
+
+
+def test_reshape_grows_at_an_expand_and_closes_up_after_a_delete():
+    from infill.decode.sampler import reshape
+
+    # hole 0: [a, <expand>, b, spare]; hole 1: [c, pad (deleted), d, spare]; -1: batch padding
+    state = Windows(ids=torch.tensor([[10, EXPAND, 11, PAD, 12, PAD, 13, PAD, PAD]]), pos=torch.arange(9)[None],
+                    hole=torch.tensor([[0, 0, 0, 0, 1, 1, 1, 1, -1]]), masked=torch.zeros(1, 9, dtype=torch.bool),
+                    logprob=torch.arange(9, dtype=torch.float)[None] / -10)
+    reshape(state, EXPAND, MASK, PAD)
+    assert state.ids.tolist() == [[10, MASK, MASK, 11, 12, 13, PAD, PAD, PAD]]
+    assert state.masked.tolist() == [[False, True, True, False, False, False, False, False, False]]
+    assert state.logprob[0, [0, 3, 4, 5]].tolist() == pytest.approx([0.0, -0.2, -0.4, -0.6])  # kept with their tokens
+    # a hole with no spare slot left: the expand slot is only masked again, nothing is pushed out
+    full = Windows(ids=torch.tensor([[10, EXPAND, 11]]), pos=torch.arange(3)[None], hole=torch.zeros(1, 3, dtype=torch.long),
+                   masked=torch.zeros(1, 3, dtype=torch.bool), logprob=torch.zeros(1, 3))
+    reshape(full, EXPAND, MASK, PAD)
+    assert full.ids.tolist() == [[10, MASK, 11]] and full.masked.tolist() == [[False, True, False]]
+
+
+class Growing(Scripted):
+    """A variable-length stand-in that always wants to grow: expand is every slot's first choice."""
+
+    def __init__(self):
+        super().__init__()
+        self.capabilities = Capabilities(exact_segment_cache=True, expand_id=EXPAND)
+
+    def window_hidden(self, ids, pos, valid, ctx):
+        logits = super().window_hidden(ids, pos, valid, ctx)
+        logits[..., EXPAND] = 50.0
+        return logits
+
+
+def test_a_hole_grows_into_its_spare_slots_and_no_further():
+    state = fresh(W=8)
+    state.ids[0, 2:], state.masked[0, 2:] = PAD, False  # two live slots, six spare
+    steps = list(denoise_steps(Growing(), empty_ctx(1), state, Schedule(steps=8)))
+    assert not state.masked.any() and len(steps) <= 8  # ends within its step budget
+    assert (state.ids[0] != PAD).all() and not (state.ids[0] == EXPAND).any()  # grew to the whole window
+    assert state.masked.sum() == 0 and max(int(s.masked.sum()) for s in steps) > 2  # more masked slots than it began with
+
+
+def test_a_growing_hole_stops_at_its_last_step():
+    state = fresh(W=8)
+    state.ids[0, 1:], state.masked[0, 1:] = PAD, False
+    steps = list(denoise_steps(Growing(), empty_ctx(1), state, Schedule(steps=2)))
+    assert len(steps) == 2 and not state.masked.any() and not (state.ids == EXPAND).any()
+
+
+def test_a_deleted_slot_closes_up_behind_what_was_committed_after_it():
+    class Ends(Growing):  # slot 1 wants to be deleted; slots 2-3 are surer than slot 0
+        def window_hidden(self, ids, pos, valid, ctx):
+            logits = Scripted.window_hidden(self, ids, pos, valid, ctx)
+            logits[:, 1, PAD] = 60.0
+            return logits
+
+    model = Ends()
+    model.confidence = torch.tensor([5.0, 1.0, 30.0, 30.0, 1.0, 1.0])
+    state = fresh(W=6)
+    state.ids[0, 4:], state.masked[0, 4:] = PAD, False
+    denoise(model, empty_ctx(1), state, Schedule(steps=6))
+    assert state.ids[0].tolist() == [3, 5, 6, PAD, PAD, PAD]  # slot 1 deleted; a fixed window would end the fill at it

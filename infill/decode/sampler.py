@@ -15,6 +15,12 @@ A slot may be bound to a set of tokens (``Windows.only``: a healed token's exten
 A window is pad-terminated: committing pad at a slot commits pad to every later masked slot of
 the same hole, so a window of N slots expresses any fill of up to N tokens.
 
+A model with an expand token (variable length, DreamOn) starts a hole with a few live masked slots
+and the rest of its window spare (committed pad, which such a model does not see): the expand
+token committed at a slot makes it two masked slots (taking a spare one; banned where none is
+left, and at a row's last step), and a committed pad is deleted, so each hole keeps its live slots
+first and its spare ones last (:func:`reshape`).
+
 A row whose slots are all committed drops out of the model calls (rows are independent
 candidates); a row the constraint holds back gets ``overrun`` more of its steps, then commits what
 is left at once (repair and selection judge it), so no batch waits long for one slow row.
@@ -297,6 +303,44 @@ def pad_tail(hole: torch.Tensor, committed_pad: torch.Tensor, masked: torch.Tens
     return masked & (per_hole_cumsum(hole, committed_pad) - committed_pad.long() > 0)
 
 
+def spare(hole: torch.Tensor, ids: torch.Tensor, masked: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """[R, H] long: each hole's spare slots (committed pad) in each row."""
+    return per_hole_count(hole, ~masked & (ids == pad_id))
+
+
+def reshape(state: Windows, expand_id: int, mask_id: int, pad_id: int) -> None:
+    """Variable-length holes, in place: each committed expand token becomes two masked slots (one
+    while the hole has a spare slot to take; else it is only masked again), each committed pad is
+    deleted, and every hole keeps its live slots first, in order, and its spare (pad) slots last.
+    A slot's bindings (``no_pad``, ``only``) belong to its place in the hole and stay there."""
+    ids, masked, hole = state.ids, state.masked, state.hole
+    grow = ~masked & (ids == expand_id)
+    dead = ~masked & (ids == pad_id) & (hole >= 0)
+    dead_before_live = (hole >= 0) & ~dead & (per_hole_cumsum(hole, dead) > 0)
+    rows = (grow.any(1) | dead_before_live.any(1)).nonzero().flatten().tolist()
+    if not rows:
+        return
+    room = spare(hole, ids, masked, pad_id)
+    for r in rows:
+        for h in hole[r].unique().tolist():
+            if h < 0:
+                continue
+            slots = (hole[r] == h).nonzero().flatten()
+            budget = int(room[r, h])
+            items = []  # (token, masked, logprob) of the hole's slots, in order
+            for k in slots.tolist():
+                if bool(grow[r, k]):
+                    items += [(mask_id, True, 0.0)] * (2 if budget > 0 else 1)
+                    budget -= budget > 0
+                elif not bool(dead[r, k]):
+                    items.append((int(ids[r, k]), bool(masked[r, k]), float(state.logprob[r, k])))
+            items += [(pad_id, False, 0.0)] * (len(slots) - len(items))
+            tok, msk, lp = zip(*items)
+            ids[r, slots] = torch.tensor(tok, dtype=ids.dtype, device=ids.device)
+            masked[r, slots] = torch.tensor(msk, dtype=torch.bool, device=ids.device)
+            state.logprob[r, slots] = torch.tensor(lp, dtype=state.logprob.dtype, device=ids.device)
+
+
 class ActiveRows:
     """Runs the model on the rows that still have masked slots, in row order.
 
@@ -341,6 +385,7 @@ class Denoiser:
                  generators: list[torch.Generator | None] | None = None, constraint: Constraint | None = None,
                  deadline: float | None = None, row_steps: torch.Tensor | None = None):
         self.mask_id, self.pad_id = model.mask_id, model.pad_id
+        self.expand_id = getattr(model.capabilities, "expand_id", None)
         self.state, self.schedule, self.generators, self.deadline = state, schedule, generators, deadline
         self.constraint = constraint or NoConstraint()
         if schedule.temperature > 0 and (generators is None or len(generators) != state.ids.shape[0]):
@@ -383,6 +428,11 @@ class Denoiser:
         mask_id, pad_id, generators = self.mask_id, self.pad_id, self.generators
         candidates = self.live()
         logits[:, mask_id] = float("-inf")
+        hurry = self.deadline is not None and time.monotonic() >= self.deadline
+        expand = self.expand_id
+        if expand is not None:  # no growing a hole without a spare slot, nor at a row's last step
+            full = spare(state.hole, state.ids, state.masked, pad_id).gather(1, state.hole.clamp_min(0)) == 0
+            logits[(full | (self.budget <= 1)[:, None] | hurry)[candidates], expand] = float("-inf")
         if state.no_pad is not None:
             logits[state.no_pad[candidates], pad_id] = float("-inf")
         if state.only is not None:
@@ -407,8 +457,9 @@ class Denoiser:
             order = ranked(logp_all[i], schedule, None if noise is None else noise[i], schedule.alternatives + 1)[0][1:]
             return order[logp_all[i, order] > float("-inf")].tolist()
 
-        steered, allowed = constraint.steer(state, token, candidates, alternatives if schedule.alternatives else None)
-        allowed = allowed & candidates  # a new tensor: later steps narrow it in place
+        grows = candidates & (token == expand) if expand is not None else torch.zeros_like(candidates)
+        steered, allowed = constraint.steer(state, token, candidates & ~grows, alternatives if schedule.alternatives else None)
+        allowed = (allowed | grows) & candidates  # a new tensor: later steps narrow it in place (expand is no text)
         changed = candidates & (steered != token)
         if changed.any():  # the constraint took an alternative: judge it as propose would have
             i = row_of[changed]
@@ -423,7 +474,6 @@ class Denoiser:
             allowed &= ~past_refusal(state.hole, refused)
         if schedule.pad_in_order:  # a fill may end only where everything before it is decided
             allowed &= (token != pad_id) | first_masked(state.hole, state.masked)
-        hurry = self.deadline is not None and time.monotonic() >= self.deadline
         k = tokens_this_step(candidates.sum(1), self.steps_left)
         pick = choose(score, conf, allowed, k, schedule.threshold)
         stuck = candidates.any(1) & ~pick.any(1)  # nothing allowed in a row: take its best slot
@@ -441,6 +491,8 @@ class Denoiser:
         state.ids = torch.where(pick, token, state.ids)
         state.logprob = torch.where(pick, logp, state.logprob)
         state.masked = state.masked & ~pick
+        if expand is not None:
+            reshape(state, expand, mask_id, pad_id)
         self.steps_left = (self.steps_left - 1).clamp_min(1)
         self.budget -= 1
         self.step += 1

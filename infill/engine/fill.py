@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "model" / "default_model"
 MAX_HOLE_TOKENS = 512
+EXPAND_START = 4  # live slots a variable-length hole starts with (DreamOn's min_gen_len); it grows by expand tokens
 LINE_BREAK = "line break"  # a ban (_Prepared.bans) of every token that holds a line break
 
 
@@ -154,13 +155,17 @@ def line_start_holes(request: FillRequest) -> tuple[FillRequest, list[str]]:
     return msgspec.structs.replace(request, holes=holes), indents
 
 
-def candidate_plan(options: SamplingOptions, default: int, left_to_right: bool = False) -> list[tuple[float, int | None]]:
+def candidate_plan(options: SamplingOptions, default: int, left_to_right: bool = False,
+                   variable: bool = False) -> list[tuple[float, int | None]]:
     """(window scale, seed) for each candidate row: window lengths first, then seeds. Left to right
     (a causal model) a shorter window only cuts the same fill: every row has the whole window, the
-    first greedy (seed None) unless the request samples, the others draws."""
+    first greedy (seed None) unless the request samples, the others draws. A variable-length model
+    finds its own length in the whole window: one row when greedy, else one per seed."""
     n = options.candidates or default
     if left_to_right:
         return [(1.0, None if options.temperature <= 0 else options.seed)] + [(1.0, options.seed + i) for i in range(1, n)]
+    if variable:
+        return [(1.0, options.seed + i) for i in range(n if options.temperature > 0 else 1)]
     scales = [1.0, 0.5, 0.75, 0.25]
     if options.temperature <= 0:  # greedy: seeds make no difference, vary only the length
         return [(scales[i % len(scales)], options.seed) for i in range(min(n, len(scales)))]
@@ -199,6 +204,7 @@ class _Layout:
     no_pad: torch.Tensor  # [R, W] slots that may not be pad (a hole's min_tokens)
     seeds: list[int | None]  # per row; None: greedy among sampled rows
     schedules: list[Schedule]  # per request
+    spare: torch.Tensor | None = None  # [R, W] slots a variable-length hole starts without (pad, unseen)
 
 
 class Engine:
@@ -476,11 +482,12 @@ class Engine:
     def layout(self, prepared: list[_Prepared], ctx_len: int) -> "_Layout":
         """Candidate rows in document order: context positions, window slots and their holes."""
         rows, ctx_pos, win_pos, win_hole, win_nopad, seeds, schedules = [], [], [], [], [], [], []
+        variable, win_spare = self.model.capabilities.expand_id is not None, []
         for ri, p in enumerate(prepared):
             plan = self.candidate_plan(p.request)
             for scale, seed in plan:
                 lengths = [max(1, math.ceil(w * scale), len(lead) + 1) for w, lead in zip(p.windows, p.leads)]
-                cpos, wpos, whole, nopad, at = [], [], [], [], 0
+                cpos, wpos, whole, nopad, spare, at = [], [], [], [], [], 0
                 for h, seg in enumerate(p.segments):
                     cpos.extend(range(at, at + len(seg)))
                     at += len(seg)
@@ -489,12 +496,15 @@ class Engine:
                         whole.extend([h] * lengths[h])
                         need = min(p.request.holes[h].min_tokens, lengths[h])
                         nopad.extend([i < need for i in range(lengths[h])])
+                        start = max(EXPAND_START, need, len(p.leads[h]) + 1) if variable else lengths[h]
+                        spare.extend([i >= start for i in range(lengths[h])])
                         at += lengths[h]
                 rows.append(ri)
                 ctx_pos.append(cpos)
                 win_pos.append(wpos)
                 win_hole.append(whole)
                 win_nopad.append(nopad)
+                win_spare.append(spare)
                 seeds.append(seed)
             schedules.append(self.schedule(p.request.options, max(sum(p.windows), 1), rows=len(plan)))
         R, W = len(rows), max(len(w) for w in win_pos)
@@ -505,14 +515,19 @@ class Engine:
             lay.win_pos[r, : len(win_pos[r])] = torch.tensor(win_pos[r], dtype=torch.long)
             lay.hole[r, : len(win_hole[r])] = torch.tensor(win_hole[r], dtype=torch.long)
             lay.no_pad[r, : len(win_nopad[r])] = torch.tensor(win_nopad[r], dtype=torch.bool)
+        if variable:
+            lay.spare = torch.zeros((R, W), dtype=torch.bool)
+            for r in range(R):
+                lay.spare[r, : len(win_spare[r])] = torch.tensor(win_spare[r], dtype=torch.bool)
         return lay
 
     def initial_state(self, prepared: list[_Prepared], lay: "_Layout") -> Windows:
         """The rows' windows before the first step: all masked, each hole's lead tokens committed,
         each healed hole's first slot bound to the tokens that start with the healed bytes."""
         dev, valid = self.device, lay.hole >= 0
-        state = Windows(ids=torch.where(valid, self.model.mask_id, self.model.pad_id).to(dev), pos=lay.win_pos.to(dev),
-                        hole=lay.hole.to(dev), masked=valid.to(dev), logprob=torch.zeros(lay.hole.shape, device=dev),
+        live = valid if lay.spare is None else valid & ~lay.spare
+        state = Windows(ids=torch.where(live, self.model.mask_id, self.model.pad_id).to(dev), pos=lay.win_pos.to(dev),
+                        hole=lay.hole.to(dev), masked=live.to(dev), logprob=torch.zeros(lay.hole.shape, device=dev),
                         no_pad=lay.no_pad.to(dev))
         self.commit_leads(state, prepared, lay.rows)
         bound: dict[tuple[int, int], tuple[bytes, int | str | None]] = {}  # (row, slot): (healed bytes, ban)
@@ -610,7 +625,8 @@ class Engine:
         default = self.default_candidates
         if self.model.capabilities.scores_text and len(request.holes) > 1:
             default = 1
-        return candidate_plan(request.options, default, self.model.capabilities.left_to_right)
+        caps = self.model.capabilities
+        return candidate_plan(request.options, default, caps.left_to_right, caps.expand_id is not None)
 
     def echo_round(self, prepared: list[_Prepared], results: list[FillResult], members: list[int], cancel) -> None:
         """Branch the ranked fills that only echo the line after the hole (echo_branches) or leave

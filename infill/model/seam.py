@@ -44,6 +44,9 @@ class Capabilities:
     # degenerate schedule of masked diffusion)
     scores_text: bool = False  # has ``continuation_logprob`` (a causal model): how likely a text goes on a
     # context, so that candidates can be ranked by the text after the hole, which they did not see
+    expand_id: int | None = None  # variable-length fills (DreamOn): this token committed at a slot makes it two
+    # masked slots, and a committed pad is deleted (the model does not see it; everything after it closes up),
+    # so a hole's window holds its live slots first and its spare (pad) slots last
 
 
 @runtime_checkable

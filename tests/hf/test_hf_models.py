@@ -265,6 +265,78 @@ def test_approximate_mode_runs_and_is_close(name, hf_models):
         assert torch.allclose(h, fresh(m, ids, pos, valid, ctx), atol=1e-6)
 
 
+def test_variable_length_spare_slots_are_unseen_and_positions_close_up(hf_models, hf_dirs):
+    """DreamOn: a hole's spare slots (pad) are not in the layout the model sees; the live slots and
+    the suffix sit where a layout made for the live slots alone puts them (the reference's)."""
+    m, tok = hf_models("dreamon")
+    t = tok.encode("a")[0]
+    live, spare = [t, m.mask_id, m.mask_id], [m.pad_id] * 3
+    bound, ids, pos, valid, pre, suf = layout(m, tok, PREFIX, live + spare, SUFFIX)
+    got = m.logits(m.window_hidden(ids, pos, valid, bound))[0, :3]
+    want, _ = reference_window_logits(m, hf_dirs("dreamon"), pre, live, suf)
+    finite = torch.isfinite(got)
+    assert torch.allclose(got[finite], want[finite], atol=1e-4)
+    with cache_mode(m, "approximate"):  # a fill that grew moves the context after it: the whole layout again
+        ctx = bound
+        m.window_hidden(ids, pos, valid, ctx)
+        grown = torch.tensor([live + [m.mask_id] + spare[1:]])
+        assert torch.allclose(m.window_hidden(grown, pos, valid, ctx), fresh(m, grown, pos, valid, ctx), atol=1e-6)
+        assert ctx.calls == 1
+        settled = grown.clone()
+        settled[0, 1] = t  # the same length: the kept context is used
+        m.window_hidden(settled, pos, valid, ctx)
+        assert ctx.calls == 2
+
+
+@contextlib.contextmanager
+def wanting_expand(m, draws: int = 10):
+    """The model made to want the expand token for its first ``draws`` logits calls; yields the
+    number of slots each call asked for."""
+    real, calls = m.logits, []
+
+    def logits(hidden):
+        out = real(hidden)
+        calls.append(out.shape[0])
+        if len(calls) <= draws:
+            out[..., m.capabilities.expand_id] = 100.0
+        return out
+
+    m.logits = logits
+    try:
+        yield calls
+    finally:
+        del m.logits
+
+
+def grow_request():
+    from infill.protocol import FillRequest, Hole, SamplingOptions
+
+    return FillRequest(text=PREFIX + SUFFIX, holes=[Hole(len(PREFIX), len(PREFIX), 12)], language="python",
+                       options=SamplingOptions(steps=12, constrained=False))
+
+
+@pytest.mark.parametrize("cache", ["exact", "approximate"])
+def test_dreamon_fills_grow_past_their_start_with_expand(cache, hf_dirs):
+    """The engine on DreamOn: holes start with EXPAND_START live slots and grow by the expand
+    token up to their window; the step-level engine (infill serve) fills the same."""
+    from infill.engine.fill import EXPAND_START, Engine, EngineConfig
+    from infill.engine.stepper import Stepper
+
+    engine = Engine.load(EngineConfig(model_dir=hf_dirs("dreamon"), device="cpu", precision="fp32", cache_mode=cache))
+    with wanting_expand(engine.model) as calls:
+        result = engine.fill(grow_request())
+    assert calls[0] == EXPAND_START and max(calls) > EXPAND_START  # the masked slots grew
+    assert EXPAND_START < result.timings.tokens_filled <= 12
+    stepper = Stepper(engine)
+    with wanting_expand(engine.model):
+        slot = stepper.add(grow_request())
+        for _ in range(100):
+            if not stepper.slots:
+                break
+            stepper.step()
+    assert slot.error is None and [f.text for f in slot.result.fills] == [f.text for f in result.fills]
+
+
 # --------------------------------------------------------------------------- special ids in fills
 
 
@@ -275,11 +347,14 @@ def test_logits_stay_in_the_tokenizer_and_off_special_tokens(hf_models):
         lg = m.logits(h)
         allowed = torch.isfinite(lg[0]).nonzero().flatten()
         assert int(allowed.max()) < tok.vocab_size  # rows past the tokenizer (padding) never drawn
-        for i in tok.special_ids - {m.pad_id}:
+        for i in tok.special_ids - {m.pad_id, m.capabilities.expand_id}:
             assert lg[0, i] == float("-inf"), (name, i)
         assert torch.isfinite(lg[0, m.pad_id])
     m, tok = hf_models("dreamon")
-    assert m.logits(torch.randn(1, 32))[0, tok.id_of("<|expand|>")] == float("-inf")  # variable length: not yet
+    expand = m.capabilities.expand_id  # variable length: the sampler decides where it may be drawn
+    assert expand == tok.id_of("<|expand|>") and torch.isfinite(m.logits(torch.randn(1, 32))[0, expand])
+    for name in ("dream", "dream-coder", "diffucoder", "llada", "open-dcoder"):  # no expand token: fixed-length windows
+        assert hf_models(name)[0].capabilities.expand_id is None
     m, tok = hf_models("llada")  # EoT's probability goes to pad (the fill ends there)
     h = torch.randn(2, 32)
     raw, lg = m.raw_logits(h), m.logits(h)

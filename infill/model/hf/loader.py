@@ -166,7 +166,7 @@ def load(directory: Path, data: dict, device: torch.device, dtype: torch.dtype, 
         hf, family, mask_id=mask_id, pad_id=pad_id, eos_id=eos_id, lead_id=lead_id,
         tokenizer_size=tokenizer.vocab_size, special_ids=tokenizer.special_ids | ({expand_id} if expand_id is not None else set()),
         end_ids=frozenset(end_ids), max_context=int(data.get("context_tokens") or max(64, trained * 3 // 4)), name=data.get("name") or directory.name,
-        cache_mode=cache_mode, variant=variant,
+        cache_mode=cache_mode, variant=variant, expand_id=expand_id,
     )
     log.info("loaded %s (%s, %s logits; mask %d, eos %d, pad %d, lead %d) on %s in %s", directory.name, variant,
              "shifted" if family.shifted else "unshifted", mask_id, eos_id, pad_id, lead_id, device, dtype)

@@ -30,6 +30,12 @@ Cache modes:
   windows' (they saw the windows fully masked): close, not equal. ``refresh_every`` N > 0 runs the
   whole layout again every N steps.
 
+Variable length (a checkpoint with an expand token, DreamOn): a hole's spare slots are committed
+pad, which the model does not see, and positions close up over what it does see (a row's real
+tokens numbered in order, as DreamOn's own position ids count its attention mask), so a fill of n
+tokens sits just as it would in a layout made for n slots. In the approximate mode a change of a
+fill's length moves the context after it: the whole layout runs again.
+
 ``logits`` keeps the sampler inside the tokenizer's vocabulary: rows past it (a vocabulary padded
 for speed) and special tokens other than pad get -inf, and pad takes the probability of the
 family's end tokens (EOS, and pad where it differs), so a fill ends wherever the model would end it.
@@ -122,6 +128,16 @@ def additive_mask(key_ok: torch.Tensor, n_queries: int, dtype: torch.dtype, self
     return mask.masked_fill_(~ok[:, None], torch.finfo(dtype).min)
 
 
+def close_up(positions: torch.Tensor, ok: torch.Tensor) -> torch.Tensor:
+    """[R, N] positions numbered over the real tokens only (``ok``), in the order of ``positions``:
+    0 for the first real token, 1 for the next, ... (not real tokens: their successor's)."""
+    size = int(positions.max()) + 1
+    seen = torch.zeros((positions.shape[0], size + 1), dtype=torch.long, device=positions.device)
+    seen.scatter_(1, torch.where(ok, positions, size), 1)
+    before = seen[:, :size].cumsum(1) - seen[:, :size]  # real tokens at smaller positions
+    return before.gather(1, positions.clamp(0, size - 1))
+
+
 def position_index(pos: torch.Tensor, ok: torch.Tensor, size: int) -> torch.Tensor:
     """[R, size] long: for each position p (0 .. size-1) the index in the row of the real token at
     p (where ``ok``); 0 where none."""
@@ -140,11 +156,13 @@ class HFDiffusionModel(nn.Module):
 
     def __init__(self, hf: nn.Module, family: Family, *, mask_id: int, pad_id: int, eos_id: int, lead_id: int,
                  tokenizer_size: int, special_ids: frozenset[int], end_ids: frozenset[int], max_context: int,
-                 name: str, cache_mode: str = "exact", refresh_every: int = 0, variant: str = ""):
+                 name: str, cache_mode: str = "exact", refresh_every: int = 0, variant: str = "",
+                 expand_id: int | None = None):
         super().__init__()
         self.hf = hf
         self.family = family
-        self.capabilities = Capabilities(exact_segment_cache=False, left_to_right=family.causal, scores_text=family.causal)
+        self.capabilities = Capabilities(exact_segment_cache=False, left_to_right=family.causal, scores_text=family.causal,
+                                         expand_id=expand_id)
         self.variant = variant or family.key
         self.name = name
         self._mask_id, self._pad_id, self._eos_id, self.lead_id = mask_id, pad_id, eos_id, lead_id
@@ -156,7 +174,7 @@ class HFDiffusionModel(nn.Module):
         banned = torch.zeros(V, dtype=torch.bool)
         banned[tokenizer_size:] = True
         for i in special_ids:
-            if 0 <= i < V and i != pad_id:
+            if 0 <= i < V and i not in (pad_id, expand_id):
                 banned[i] = True
         self.register_buffer("_banned", banned.to(self.device), persistent=False)
         self._end_ids = sorted(i for i in end_ids | {pad_id} if 0 <= i < V)
@@ -240,7 +258,8 @@ class HFDiffusionModel(nn.Module):
     # -- the layout ----------------------------------------------------------------------------
 
     def _layout(self, ids, pos, valid, ctx: HFBound):
-        """The whole sequence of each row: tokens, positions (+1: the lead sits at 0), real tokens."""
+        """The whole sequence of each row: tokens, positions (+1: the lead sits at 0), real tokens
+        (the windows last; with variable length, spare slots are not real and positions close up)."""
         R = ids.shape[0]
         dev = self.device
         if self.family.bos_leads:
@@ -251,6 +270,9 @@ class HFDiffusionModel(nn.Module):
         tokens = torch.cat([lead, ctx.ids, ids], dim=1)
         positions = torch.cat([torch.zeros((R, 1), dtype=torch.long, device=dev), ctx.pos + 1, pos + 1], dim=1)
         ok = torch.cat([lead_ok[:, None], ctx.valid, valid], dim=1)
+        if self.capabilities.expand_id is not None:
+            ok[:, -ids.shape[1]:] &= ids != self.pad_id
+            positions = close_up(positions, ok)
         return tokens, positions, ok
 
     def _predictors(self, seq_pos, seq_ok, pos, valid, offset: int) -> torch.Tensor:
@@ -286,30 +308,33 @@ class HFDiffusionModel(nn.Module):
 
     @torch.no_grad()
     def window_hidden(self, ids: torch.Tensor, pos: torch.Tensor, valid: torch.Tensor, ctx: HFBound) -> torch.Tensor:
-        Lc = ctx.ids.shape[1]
+        Lc, W = ctx.ids.shape[1], ids.shape[1]
         d = self.backbone.config.hidden_size
         approximate = self.cache_mode == "approximate"
-        if not approximate or ctx.kv is None or (self.refresh_every and ctx.calls >= self.refresh_every):
+        tokens, positions, ok = self._layout(ids, pos, valid, ctx)
+        slot_pos = positions[:, -W:] - 1  # the windows' positions as the layout has them (closed up)
+        if (not approximate or ctx.kv is None or (self.refresh_every and ctx.calls >= self.refresh_every)
+                or not torch.equal(positions[:, : 1 + Lc], ctx.extra["positions"])):
             h, tokens, positions, ok, rec = self.full_hidden(ids, pos, valid, ctx, record=approximate)
             if approximate:
                 ctx.kv = [(k[:, :, : 1 + Lc], v[:, :, : 1 + Lc]) for k, v in rec.kv]
                 ctx.calls = 1
-                ctx.extra = self._anchors(positions, ok, pos, valid, Lc, tokens)
+                ctx.extra = self._anchors(positions, ok, slot_pos, valid, Lc, tokens)
                 ctx.extra["tokens"], ctx.extra["positions"] = tokens[:, : 1 + Lc], positions[:, : 1 + Lc]
-            idx = self._predictors(positions, ok, pos, valid, 1 + Lc)
+            idx = self._predictors(positions, ok, slot_pos, valid, 1 + Lc)
             return h.gather(1, idx[..., None].expand(-1, -1, d))
         ctx.calls += 1
         a_ids, a_pos, a_ok, a_at = ctx.extra["ids"], ctx.extra["pos"], ctx.extra["ok"], ctx.extra["at"]
         A = a_ids.shape[1]
         q_tokens = torch.cat([a_ids, ids], dim=1)
-        q_pos = torch.cat([a_pos, pos + 1], dim=1)
-        q_ok = torch.cat([a_ok, valid], dim=1)
+        q_pos = torch.cat([a_pos, slot_pos + 1], dim=1)
+        q_ok = torch.cat([a_ok, ok[:, -W:]], dim=1)
         prefix_ok = torch.cat([ctx.extra["lead_ok"][:, None], ctx.valid], dim=1) & ~a_at  # stale copies of the anchors out
         keys = torch.cat([prefix_ok, q_ok], dim=1)
         mask = self._mask(keys, torch.cat([ctx.extra["tokens"], q_tokens], dim=1),
                           torch.cat([ctx.extra["positions"], q_pos], dim=1), q_pos, 1 + Lc)
         h = self._run(q_tokens, q_pos, mask, _Frozen(ctx.kv))
-        idx = self._predictors(q_pos, q_ok, pos, valid, A)
+        idx = self._predictors(q_pos, q_ok, slot_pos, valid, A)
         return h.gather(1, idx[..., None].expand(-1, -1, d))
 
     def _anchors(self, positions, ok, pos, valid, Lc, tokens) -> dict:
