@@ -22,6 +22,8 @@ from pathlib import Path
 
 import torch
 
+from infill.model.hf.model import KEEP_LAYOUTS
+
 SHAPES = {  # Qwen2.5-0.5B (Open-dCoder) and Qwen2.5-7B (Dream, Dream-Coder, DreamOn, DiffuCoder)
     "0.5b": dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
                  num_attention_heads=14, num_key_value_heads=2, tie_word_embeddings=True),
@@ -58,14 +60,17 @@ def random_model(shape: str, device: torch.device, dtype: torch.dtype, seed: int
                             name=f"random-{shape}").eval()
 
 
-def one_fill(model, context: int, window: int, steps: int, seed: int) -> dict:
+def one_fill(model, context: int, window: int, steps: int, seed: int, typed: list[int] = ()) -> dict:
+    """One fill between a random prefix and suffix (``context`` tokens, three quarters before the
+    hole), with ``typed`` tokens more at the prefix's end."""
     from infill.decode.sampler import Schedule, Windows, denoise_steps
 
     g = torch.Generator().manual_seed(seed)
-    n_pre = context * 3 // 4
-    ctx_ids = torch.randint(0, 150000, (1, context), generator=g)
+    ctx_ids = torch.randint(0, 150000, (1, context), generator=g)[0].tolist()
+    pre, suf = ctx_ids[: context * 3 // 4] + list(typed), ctx_ids[context * 3 // 4 :]
+    n_pre, context = len(pre), len(pre) + len(suf)
     dev = model.device
-    ctx = model.join_segments([model.encode_segments([ctx_ids[0, :n_pre].tolist(), ctx_ids[0, n_pre:].tolist()])])
+    ctx = model.join_segments([model.encode_segments([pre, suf])])
     cpos = torch.cat([torch.arange(n_pre), torch.arange(n_pre + window, context + window)])[None]
     pos = torch.arange(n_pre, n_pre + window)[None].to(dev)
     hole = torch.zeros((1, window), dtype=torch.long, device=dev)
@@ -87,13 +92,34 @@ def one_fill(model, context: int, window: int, steps: int, seed: int) -> dict:
             "steps": len(marks)}
 
 
+def use_mode(model, mode: str) -> None:
+    """Cache mode ``mode`` (``approximate-steps``: approximate without contexts kept across fills), nothing kept."""
+    model.set_cache_mode(mode.removesuffix("-steps"))
+    model.keep_layouts = 0 if mode.endswith("-steps") else KEEP_LAYOUTS
+    model.forget_kept()
+
+
+def typing(model, context: int, window: int, steps: int, keys: int, seed: int) -> dict:
+    """A document's first fill, then ``keys`` keystrokes (a token typed before the hole, a new fill each)."""
+    opening = one_fill(model, context, window, steps, seed)
+    g = torch.Generator().manual_seed(seed + 1000)
+    typed = torch.randint(0, 150000, (keys,), generator=g).tolist()
+    strokes = [one_fill(model, context, window, steps, seed, typed[: i + 1]) for i in range(keys)]
+    return {"opening_ms": opening["total_ms"], "keystroke_ms": [k["total_ms"] for k in strokes],
+            "keystroke_first_step_ms": [k["first_step_ms"] for k in strokes]}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m infill.bench.hf_speed", description=__doc__.split("\n\n")[0])
     p.add_argument("--shape", choices=sorted(SHAPES), default="0.5b")
     p.add_argument("--context", type=int, default=1024)
     p.add_argument("--window", type=int, default=32)
     p.add_argument("--steps", type=int, nargs="+", default=[4, 8])
-    p.add_argument("--modes", nargs="+", choices=("exact", "approximate"), default=["exact", "approximate"])
+    p.add_argument("--modes", nargs="+", choices=("exact", "approximate", "approximate-steps"),
+                   default=["exact", "approximate"],
+                   help="approximate-steps: reuse across a fill's steps only, not across fills (keystrokes)")
+    p.add_argument("--keystrokes", type=int, default=0,
+                   help="instead of separate documents: a document's first fill, then this many keystrokes, each a fill")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--device", default="cpu")
@@ -110,9 +136,23 @@ def main(argv=None) -> int:
     build_s = time.perf_counter() - t0
     one_fill(model, 64, 8, 2, seed=99)  # warm up
     runs = []
-    for steps in args.steps:
+    if args.keystrokes:
+        for steps in args.steps:
+            for mode in args.modes:
+                use_mode(model, mode)
+                got = [typing(model, args.context, args.window, steps, args.keystrokes, seed=r) for r in range(args.repeats)]
+                strokes = [ms for g in got for ms in g["keystroke_ms"]]
+                row = {"mode": mode, "steps": steps, "keystrokes": args.keystrokes,
+                       "opening_ms": [round(g["opening_ms"], 1) for g in got],
+                       "keystroke_ms": [round(ms, 1) for ms in strokes],
+                       "keystroke_median_ms": round(statistics.median(strokes), 1),
+                       "keystroke_first_step_median_ms": round(statistics.median(
+                           ms for g in got for ms in g["keystroke_first_step_ms"]), 1)}
+                runs.append(row)
+                print(json.dumps(row), flush=True)
+    for steps in args.steps if not args.keystrokes else ():
         for mode in args.modes:
-            model.set_cache_mode(mode)
+            use_mode(model, mode)
             got = [one_fill(model, args.context, args.window, steps, seed=r) for r in range(args.repeats)]
             row = {"mode": mode, "steps": steps, "runs_ms": [round(g["total_ms"], 1) for g in got],
                    "median_ms": round(statistics.median(g["total_ms"] for g in got), 1),
@@ -120,7 +160,7 @@ def main(argv=None) -> int:
                    "later_step_ms": round(statistics.median(g["later_step_ms"] for g in got), 1)}
             runs.append(row)
             print(json.dumps(row), flush=True)
-    for steps in args.steps:
+    for steps in args.steps if not args.keystrokes else ():
         ex = next((r for r in runs if r["steps"] == steps and r["mode"] == "exact"), None)
         ap = next((r for r in runs if r["steps"] == steps and r["mode"] == "approximate"), None)
         if ex and ap:
@@ -128,7 +168,7 @@ def main(argv=None) -> int:
                   f"({ex['median_ms'] / ap['median_ms']:.2f}x)")
     result = {
         "benchmark": "hf_speed", "shape": args.shape, "n_params": model.n_params, "context": args.context,
-        "window": args.window, "device": str(device), "precision": args.precision,
+        "window": args.window, "keystrokes": args.keystrokes, "device": str(device), "precision": args.precision,
         "threads": torch.get_num_threads(), "torch": torch.__version__, "cpu": platform.processor() or platform.machine(),
         "build_s": round(build_s, 1), "runs": runs,
         "command": "python -m infill.bench.hf_speed " + " ".join(argv if argv is not None else __import__("sys").argv[1:]),

@@ -265,6 +265,68 @@ def test_approximate_mode_runs_and_is_close(name, hf_models):
         assert torch.allclose(h, fresh(m, ids, pos, valid, ctx), atol=1e-6)
 
 
+def first_step(m, tok, prefix, window, suffix):
+    """A new fill's first window states, whether they took a whole-layout run, and its layout."""
+    bound, ids, pos, valid, *_ = layout(m, tok, prefix, window, suffix)
+    runs = m.whole_runs
+    h = m.window_hidden(ids, pos, valid, bound)
+    return h, m.whole_runs > runs, (ids, pos, valid, bound)
+
+
+@pytest.mark.parametrize("name", ["dream-coder", "llada"])
+def test_approximate_mode_reuses_a_kept_context_across_fills(name, hf_models):
+    """Keystrokes: a fill whose context shares its start and end with a kept one runs only what
+    differs at its first step; the end's keys are turned to their new positions exactly."""
+    m, tok = hf_models(name)
+    mask = m.mask_id
+    with cache_mode(m, "approximate"):
+        m.forget_kept()
+        assert first_step(m, tok, PREFIX, [mask] * 6, SUFFIX)[1]  # the whole layout, kept
+        # the same document again: the kept context is exact, so is the first step
+        h, whole, lay = first_step(m, tok, PREFIX, [mask] * 6, SUFFIX)
+        assert not whole and torch.allclose(h, fresh(m, *lay), atol=1e-5)
+        # a wider window: the suffix sits two positions further on; its kept keys are turned there (the
+        # first layer's keys depend only on token and position: equal to a whole run's)
+        h, whole, lay = first_step(m, tok, PREFIX, [mask] * 8, SUFFIX)
+        kept, m._kept = m._kept, []
+        whole_run = first_step(m, tok, PREFIX, [mask] * 8, SUFFIX)[2][3]
+        m._kept = kept
+        assert not whole and torch.allclose(lay[3].kv[0][0], whole_run.kv[0][0], atol=1e-5)
+        assert not torch.allclose(lay[3].kv[1][0], whole_run.kv[1][0], atol=1e-3)  # later layers: close, not equal
+        cos = torch.nn.functional.cosine_similarity(h[0], fresh(m, *lay)[0], dim=-1)
+        assert cos.min() > 0.8, cos.min()
+        # typed text before the hole: only the new tokens (and the windows) run; close, not equal
+        h, whole, (ids, pos, valid, bound) = first_step(m, tok, PREFIX + "a + b", [mask] * 6, SUFFIX)
+        assert not whole
+        cos = torch.nn.functional.cosine_similarity(h[0], fresh(m, ids, pos, valid, bound)[0], dim=-1)
+        assert cos.min() > 0.8, cos.min()
+        ids[0, 0] = tok.encode("x")[0]
+        runs = m.whole_runs
+        m.window_hidden(ids, pos, valid, bound)  # later steps go on from it
+        assert m.whole_runs == runs and bound.calls == 2
+        # another document: the whole layout
+        assert first_step(m, tok, "import os\n", [mask] * 6, "\nprint(os.sep)\n")[1]
+    with cache_mode(m, "exact"):
+        assert first_step(m, tok, PREFIX, [mask] * 6, SUFFIX)[1]
+
+
+def test_keystrokes_through_the_engine_reuse_the_kept_context(hf_dirs):
+    """Typing before a hole with --cache-mode approximate: the next fill runs no whole layout."""
+    from infill.engine.fill import Engine, EngineConfig
+    from infill.protocol import FillRequest, Hole, SamplingOptions
+
+    engine = Engine.load(EngineConfig(model_dir=hf_dirs("dream-coder"), device="cpu", precision="fp32", cache_mode="approximate"))
+    m = engine.model
+    for typed in ("", "a", "a +"):
+        text = PREFIX + typed + SUFFIX
+        at = len(PREFIX + typed)
+        runs = m.whole_runs
+        result = engine.fill(FillRequest(text=text, holes=[Hole(at, at, 8)], language="python",
+                                         options=SamplingOptions(steps=4, constrained=False)))
+        assert result.fills[0].text is not None
+        assert (m.whole_runs > runs) == (typed == "")  # only the document's first fill runs the whole layout
+
+
 def test_variable_length_spare_slots_are_unseen_and_positions_close_up(hf_models, hf_dirs):
     """DreamOn: a hole's spare slots (pad) are not in the layout the model sees; the live slots and
     the suffix sit where a layout made for the live slots alone puts them (the reference's)."""

@@ -28,7 +28,13 @@ Cache modes:
   (and, for a shifted family, the context token before each hole, whose state predicts the hole's
   first slot), attending to those kept keys and values. The context's keys and values then lag the
   windows' (they saw the windows fully masked): close, not equal. ``refresh_every`` N > 0 runs the
-  whole layout again every N steps.
+  whole layout again every N steps. Across fills (keystrokes): the model keeps the context keys and
+  values of its last few whole-layout runs (``keep_layouts``); a fill whose context shares its start
+  and its end with a kept one (what typing leaves) takes theirs (the end's keys turned to its new
+  positions: rotary positions compose) and runs at its first step only the tokens that differ, the
+  anchors and the windows. Each such fill is one whole-layout run away from exact; a context that
+  differs in more than ``REUSE_NEW`` tokens, or shares less than ``REUSE_SHARE`` of itself, runs
+  whole (and is kept).
 
 Variable length (a checkpoint with an expand token, DreamOn): a hole's spare slots are committed
 pad, which the model does not see, and positions close up over what it does see (a row's real
@@ -53,6 +59,29 @@ from infill.model.hf.int8 import Int8Linear
 from infill.model.seam import Capabilities
 
 CACHE_MODES = ("exact", "approximate")
+KEEP_LAYOUTS = 8  # contexts (keys and values of a whole-layout run) kept for later fills, in approximate mode
+REUSE_NEW = 128  # a fill reuses a kept context where at most this many of its tokens differ from it
+REUSE_SHARE = 0.5  # ... and its shared start and end hold at least this share of its tokens
+
+
+@dataclass
+class _Kept:
+    """The real context tokens (lead first) of one row of a whole-layout run, with their positions
+    and every layer's keys and values ([1, kvH, n, D])."""
+
+    tokens: torch.Tensor
+    positions: torch.Tensor
+    kv: list[tuple[torch.Tensor, torch.Tensor]]
+
+
+def shared_ends(a: torch.Tensor, b: torch.Tensor, agree: torch.Tensor) -> tuple[int, int]:
+    """(start, end): how many tokens ``a`` [n] shares with ``b`` [m] from its start (where ``agree``
+    [min(n, m)] says their positions agree too) and, after that, from its end."""
+    m = min(len(a), len(b))
+    start = int(torch.cumprod((a[:m] == b[:m]) & agree[:m], 0).sum()) if m else 0
+    k = m - start
+    end = int(torch.cumprod(a.flip(0)[:k] == b.flip(0)[:k], 0).sum()) if k else 0
+    return start, end
 
 
 @dataclass
@@ -100,10 +129,13 @@ class _Frozen:
     """A transformers cache of kept context keys and values: each layer's fresh ones are appended for
     this call only (the kept ones are never changed)."""
 
-    def __init__(self, kv: list[tuple[torch.Tensor, torch.Tensor]]):
+    def __init__(self, kv: list[tuple[torch.Tensor, torch.Tensor]], record: bool = False):
         self.kv = kv
+        self.fresh: list | None = [None] * len(kv) if record else None  # this call's own, per layer
 
     def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        if self.fresh is not None:
+            self.fresh[layer_idx] = (key_states, value_states)
         k, v = self.kv[layer_idx]
         return torch.cat([k, key_states], dim=2), torch.cat([v, value_states], dim=2)
 
@@ -169,6 +201,9 @@ class HFDiffusionModel(nn.Module):
         self._max_context = max_context
         self.cache_mode = cache_mode
         self.refresh_every = refresh_every
+        self.keep_layouts = KEEP_LAYOUTS
+        self._kept: list[_Kept] = []  # most recent last
+        self.whole_runs = 0  # whole-layout runs (what a reused context saves)
         self.tokenizer_size = tokenizer_size
         V = self.vocab_size
         banned = torch.zeros(V, dtype=torch.bool)
@@ -309,21 +344,39 @@ class HFDiffusionModel(nn.Module):
     @torch.no_grad()
     def window_hidden(self, ids: torch.Tensor, pos: torch.Tensor, valid: torch.Tensor, ctx: HFBound) -> torch.Tensor:
         Lc, W = ctx.ids.shape[1], ids.shape[1]
-        d = self.backbone.config.hidden_size
-        approximate = self.cache_mode == "approximate"
         tokens, positions, ok = self._layout(ids, pos, valid, ctx)
         slot_pos = positions[:, -W:] - 1  # the windows' positions as the layout has them (closed up)
-        if (not approximate or ctx.kv is None or (self.refresh_every and ctx.calls >= self.refresh_every)
+        if self.cache_mode != "approximate":
+            return self._whole(ids, pos, valid, ctx, slot_pos, record=False)
+        if (ctx.kv is None or (self.refresh_every and ctx.calls >= self.refresh_every)
                 or not torch.equal(positions[:, : 1 + Lc], ctx.extra["positions"])):
-            h, tokens, positions, ok, rec = self.full_hidden(ids, pos, valid, ctx, record=approximate)
-            if approximate:
-                ctx.kv = [(k[:, :, : 1 + Lc], v[:, :, : 1 + Lc]) for k, v in rec.kv]
-                ctx.calls = 1
-                ctx.extra = self._anchors(positions, ok, slot_pos, valid, Lc, tokens)
-                ctx.extra["tokens"], ctx.extra["positions"] = tokens[:, : 1 + Lc], positions[:, : 1 + Lc]
-            idx = self._predictors(positions, ok, slot_pos, valid, 1 + Lc)
-            return h.gather(1, idx[..., None].expand(-1, -1, d))
+            if ctx.kv is not None or not self._from_kept(tokens, positions, ok, ctx, slot_pos, valid):
+                return self._whole(ids, pos, valid, ctx, slot_pos, record=True)
+            h = self._on_kept(ids, slot_pos, ok, valid, ctx, record=True)  # the tokens that differ, with the windows
+            self._settle(ctx, tokens, positions, ok, slot_pos, valid)
+            ctx.calls = 1
+            return h
         ctx.calls += 1
+        return self._on_kept(ids, slot_pos, ok, valid, ctx)
+
+    def _whole(self, ids, pos, valid, ctx: HFBound, slot_pos, record: bool) -> torch.Tensor:
+        """The windows' states from the whole layout; with ``record``, its context keys and values
+        kept in ``ctx`` (for the next steps) and in the model (for later fills)."""
+        Lc, d = ctx.ids.shape[1], self.backbone.config.hidden_size
+        h, tokens, positions, ok, rec = self.full_hidden(ids, pos, valid, ctx, record=record)
+        self.whole_runs += 1
+        if record:
+            ctx.kv = [(k[:, :, : 1 + Lc], v[:, :, : 1 + Lc]) for k, v in rec.kv]
+            ctx.calls = 1
+            self._settle(ctx, tokens, positions, ok, slot_pos, valid)
+            self._keep(ctx, ok[:, : 1 + Lc])
+        idx = self._predictors(positions, ok, slot_pos, valid, 1 + Lc)
+        return h.gather(1, idx[..., None].expand(-1, -1, d))
+
+    def _on_kept(self, ids, slot_pos, ok, valid, ctx: HFBound, record: bool = False) -> torch.Tensor:
+        """The windows' states from the anchors and the windows over the kept context; with
+        ``record``, the anchors' fresh keys and values replace their kept ones in ``ctx``."""
+        Lc, W, d = ctx.ids.shape[1], ids.shape[1], self.backbone.config.hidden_size
         a_ids, a_pos, a_ok, a_at = ctx.extra["ids"], ctx.extra["pos"], ctx.extra["ok"], ctx.extra["at"]
         A = a_ids.shape[1]
         q_tokens = torch.cat([a_ids, ids], dim=1)
@@ -333,28 +386,116 @@ class HFDiffusionModel(nn.Module):
         keys = torch.cat([prefix_ok, q_ok], dim=1)
         mask = self._mask(keys, torch.cat([ctx.extra["tokens"], q_tokens], dim=1),
                           torch.cat([ctx.extra["positions"], q_pos], dim=1), q_pos, 1 + Lc)
-        h = self._run(q_tokens, q_pos, mask, _Frozen(ctx.kv))
+        cache = _Frozen(ctx.kv, record=record)
+        h = self._run(q_tokens, q_pos, mask, cache)
+        if record:
+            order = ctx.extra["order"]
+            for layer, ((k, v), (fk, fv)) in enumerate(zip(ctx.kv, cache.fresh)):
+                at = order[:, None, :, None].expand(-1, k.shape[1], -1, k.shape[3])
+                keep = a_ok[:, None, :, None]
+                ctx.kv[layer] = (k.scatter(2, at, torch.where(keep, fk[:, :, :A], k.gather(2, at))),
+                                 v.scatter(2, at, torch.where(keep, fv[:, :, :A], v.gather(2, at))))
         idx = self._predictors(q_pos, q_ok, slot_pos, valid, A)
         return h.gather(1, idx[..., None].expand(-1, -1, d))
 
-    def _anchors(self, positions, ok, pos, valid, Lc, tokens) -> dict:
+    def _settle(self, ctx: HFBound, tokens, positions, ok, slot_pos, valid, also=None) -> None:
+        Lc = ctx.ids.shape[1]
+        ctx.extra = self._anchors(positions, ok, slot_pos, valid, Lc, tokens, also)
+        ctx.extra["tokens"], ctx.extra["positions"] = tokens[:, : 1 + Lc], positions[:, : 1 + Lc]
+
+    # -- context kept across fills (approximate mode) -------------------------------------------
+
+    def forget_kept(self) -> None:
+        """Drop the contexts kept for later fills."""
+        self._kept = []
+
+    def _keep(self, ctx: HFBound, ok: torch.Tensor) -> None:
+        """Keep each distinct row's real context (tokens, positions, keys and values) for later fills."""
+        if not self.keep_layouts or not self._rotatable():
+            return
+        for r in range(ok.shape[0]):
+            cols = ok[r].nonzero().flatten()
+            tokens = ctx.extra["tokens"][r, cols]
+            if any(torch.equal(tokens, k.tokens) for k in self._kept[-ok.shape[0]:]):
+                continue
+            kv = [(k[r : r + 1, :, cols], v[r : r + 1, :, cols]) for k, v in ctx.kv]
+            self._kept = [*self._kept, _Kept(tokens, ctx.extra["positions"][r, cols], kv)][-self.keep_layouts :]
+
+    def _from_kept(self, tokens, positions, ok, ctx: HFBound, slot_pos, valid) -> bool:
+        """Bind ``ctx`` to kept contexts where every row shares enough with one (see the module's
+        docstring): their keys and values at the shared tokens, the others to run as anchors at the
+        first step. False (nothing changed) where some row does not."""
+        if not self._kept or self.refresh_every == 1 or not self._rotatable():  # (1: the whole layout at every step)
+            return False
+        Lc = ctx.ids.shape[1]
+        R = tokens.shape[0]
+        ok_c = ok[:, : 1 + Lc]
+        plans = []
+        for r in range(R):
+            cols = ok_c[r].nonzero().flatten()
+            t, p = tokens[r, cols], positions[r, cols]
+            best = None
+            for kept in self._kept:
+                m = min(len(t), len(kept.tokens))
+                start, end = shared_ends(t, kept.tokens, p[:m] == kept.positions[:m])
+                new = len(t) - start - end
+                if new <= REUSE_NEW and start + end >= REUSE_SHARE * len(t) and (best is None or start + end > best[1] + best[2]):
+                    best = (kept, start, end)
+            if best is None:
+                return False
+            plans.append((cols, p, *best))
+        kv, fresh = [], torch.zeros_like(ok_c)
+        for layer in range(len(self.backbone.layers)):
+            k0 = plans[0][2].kv[layer][0]
+            shape = (R, k0.shape[1], 1 + Lc, k0.shape[3])
+            kv.append((torch.zeros(shape, dtype=k0.dtype, device=k0.device), torch.zeros(shape, dtype=k0.dtype, device=k0.device)))
+        for r, (cols, p, kept, start, end) in enumerate(plans):
+            n, n0 = len(cols), len(kept.tokens)
+            head, tail = cols[:start], cols[n - end :]
+            fresh[r, cols[start : n - end]] = True
+            turn = p[n - end :] - kept.positions[n0 - end :]
+            for (k, v), (k0, v0) in zip(kv, kept.kv):
+                k[r, :, head], v[r, :, head] = k0[0, :, :start], v0[0, :, :start]
+                k[r, :, tail], v[r, :, tail] = self._turn(k0[0, :, n0 - end :], turn), v0[0, :, n0 - end :]
+        ctx.kv = kv
+        self._settle(ctx, tokens, positions, ok, slot_pos, valid, also=fresh)
+        return True
+
+    def _rotatable(self) -> bool:
+        """Whether kept keys can be moved to other positions: plain rotary embeddings (no scaling)."""
+        rope = self.backbone.rotary_emb
+        return getattr(rope, "rope_type", "default") == "default" and float(getattr(rope, "attention_scaling", 1.0)) == 1.0
+
+    def _turn(self, k: torch.Tensor, by: torch.Tensor) -> torch.Tensor:
+        """Keys [kvH, n, D] rotated at their positions, moved ``by`` [n] positions (rotations compose)."""
+        inv = self.backbone.rotary_emb.inv_freq.to(k.device, torch.float32)
+        angle = by.to(k.device, torch.float32)[:, None] * inv[None]
+        cos, sin = torch.cat([angle, angle], -1).cos(), torch.cat([angle, angle], -1).sin()
+        half = k.shape[-1] // 2
+        kf = k.float()
+        rotated = torch.cat([-kf[..., half:], kf[..., :half]], dim=-1)
+        return (kf * cos + rotated * sin).to(k.dtype)
+
+    def _anchors(self, positions, ok, pos, valid, Lc, tokens, also=None) -> dict:
         """The context tokens (and the lead) that predict a window slot (shifted families): they run
-        with the windows at every approximate step."""
+        with the windows at every approximate step; with ``also`` [R, 1 + Lc], those columns too
+        (a context's tokens that no kept keys and values stand for)."""
         R, dev = pos.shape[0], pos.device
         lead_ok = ok[:, 0]
-        if not self.family.shifted:
-            empty = torch.zeros((R, 0), dtype=torch.long, device=dev)
-            return {"ids": empty, "pos": empty, "ok": empty.bool(), "at": torch.zeros((R, 1 + Lc), dtype=torch.bool, device=dev),
-                    "lead_ok": lead_ok}
-        idx = self._predictors(positions, ok, pos, valid, 1 + Lc)
-        is_anchor = torch.zeros((R, 1 + Lc + 1), dtype=torch.bool, device=dev)
-        src = (idx < 1 + Lc) & valid
-        is_anchor.scatter_(1, torch.where(src, idx, 1 + Lc), True)
-        at = is_anchor[:, : 1 + Lc]
-        A = max(1, int(at.sum(1).max()))
+        at = torch.zeros((R, 1 + Lc), dtype=torch.bool, device=dev)
+        if self.family.shifted:
+            idx = self._predictors(positions, ok, pos, valid, 1 + Lc)
+            is_anchor = torch.zeros((R, 1 + Lc + 1), dtype=torch.bool, device=dev)
+            src = (idx < 1 + Lc) & valid
+            is_anchor.scatter_(1, torch.where(src, idx, 1 + Lc), True)
+            at = is_anchor[:, : 1 + Lc]
+        if also is not None:
+            at = at | also
+        A = max(1 if self.family.shifted else 0, int(at.sum(1).max()))
         order = torch.argsort((~at).to(torch.int8), dim=1, stable=True)[:, :A]  # anchors first, in order
         a_ok = at.gather(1, order)
-        return {"ids": tokens.gather(1, order), "pos": positions.gather(1, order), "ok": a_ok, "at": at, "lead_ok": lead_ok}
+        return {"ids": tokens.gather(1, order), "pos": positions.gather(1, order), "ok": a_ok, "at": at, "lead_ok": lead_ok,
+                "order": order}
 
     # -- logits --------------------------------------------------------------------------------
 
