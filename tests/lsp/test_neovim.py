@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -255,7 +256,7 @@ end)
 
 # Neovim 0.11 has no vim.lsp.inline_completion (0.12 does): this stand-in does what 0.12's
 # get({on_accept}) does with our item (ask, let on_accept change the item, set its text over its
-# range, the cursor after it), so the README's partial-accept mappings run on 0.11 too.
+# range, the cursor after it, run its command), so the README's partial-accept mappings run on 0.11 too.
 INLINE_STAND_IN = """
 T.stand_in = true
 vim.lsp.inline_completion = {
@@ -268,13 +269,14 @@ vim.lsp.inline_completion = {
     local res = client:request_sync('textDocument/inlineCompletion', params, 5000, vim.api.nvim_get_current_buf())
     local lsp_item = res and res.result and res.result.items[1]
     if not lsp_item then return false end
-    local item = { insert_text = lsp_item.insertText, range = lsp_item.range, client_id = client.id }
+    local item = { insert_text = lsp_item.insertText, range = lsp_item.range, client_id = client.id, command = lsp_item.command }
     if opts and opts.on_accept then item = opts.on_accept(item) end
     if not item then return true end
     local r, lines = lsp_item.range, vim.split(item.insert_text, '\\n')
     vim.api.nvim_buf_set_text(0, r.start.line, r.start.character, r['end'].line, r['end'].character, lines)
     local row = r.start.line + #lines
     vim.api.nvim_win_set_cursor(0, { row, (#lines == 1 and r.start.character or 0) + #lines[#lines] })
+    if item.command then client:exec_cmd(item.command, { bufnr = vim.api.nvim_get_current_buf() }) end
     return true
   end,
 }
@@ -318,12 +320,27 @@ def accept(tmp_path, nvim: Nvim, keys: list[str], **stub) -> dict:
     return got
 
 
+def feedback_chars(tmp_path, n: int) -> list[int]:
+    """The `chars` of the accepted suggestions in the server's feedback file ($XDG_DATA_HOME/infill),
+    once it holds `n` events (the server may still be writing when Neovim has quit)."""
+    path = tmp_path / "data" / "infill" / "feedback.json"
+    deadline = time.monotonic() + 5
+    while True:
+        events = json.loads(path.read_text())["recent"] if path.exists() else []
+        if len(events) >= n or time.monotonic() > deadline:
+            return [e["chars"] for e in events if e["accepted"]]
+        time.sleep(0.05)
+
+
 def test_the_readme_mappings_accept_the_next_word_and_the_next_line(nvim, tmp_path):
     got = accept(tmp_path, nvim, ["<M-l>", "<M-l>", "<M-j>"])
     assert got["seen"] == ["    return", "    return sku", "    return sku, sku, 0.0,"], got
     assert got["buffer"] == ["def total(sku):", "    return sku, sku, 0.0,"], got
     if nvim.minor >= 12:  # after each part, the ghost text shows the rest
         assert got["ghost"] == ["return sku, sku, 0.0,", " sku, sku, 0.0,", ", sku, 0.0,"], got
+    # Each accepted part runs the item's infill.recordFeedback, which counts the characters inserted:
+    # the part's, not the whole suggestion's (21 + 15 + 11 for 21 inserted).
+    assert feedback_chars(tmp_path, 3) == [6, 4, 11]
 
 
 @pytest.mark.parametrize("nvim", [NVIM_012], indirect=True)
@@ -335,3 +352,4 @@ def test_ghost_text_shows_the_fill_and_the_readme_ctrl_l_accepts_it(nvim, tmp_pa
     got = accept(tmp_path, nvim, ["<C-l>"], FILL=fill)
     assert got["ghost"] == [ghost], got
     assert got["buffer"] == ["def total(sku):", *buffer], got
+    assert feedback_chars(tmp_path, 1) == [len(ghost)]
