@@ -30,6 +30,19 @@ function T.wait(cond, timeout_ms, what, done)
   poll()
 end
 
+-- The ghost text Neovim 0.12's vim.lsp.inline_completion shows in this buffer (its lines joined
+-- with \n), or nil.
+function T.ghost()
+  local ns = vim.api.nvim_get_namespaces()['nvim.lsp.inline_completion']
+  local mark = ns and vim.api.nvim_buf_get_extmarks(0, ns, 0, -1, { details = true })[1]
+  if not mark then return nil end
+  local lines = { mark[4].virt_text or {} }
+  vim.list_extend(lines, mark[4].virt_lines or {})
+  return table.concat(vim.tbl_map(function(chunks)
+    return table.concat(vim.tbl_map(function(chunk) return chunk[1] end, chunks))
+  end, lines), '\n')
+end
+
 function T.client()
   return vim.lsp.get_clients({ name = 'infill' })[1]
 end
@@ -37,4 +50,5 @@ end
 vim.lsp.handlers['window/showMessage'] = function(_, params)
   table.insert(T.messages, params.message)
 end
-vim.defer_fn(function() T.finish({ status = 'TIMEOUT: the whole test' }) end, 60000)
+-- (before run_readme's 60 s: a hung test still reports what it saw)
+vim.defer_fn(function() T.finish({ status = 'TIMEOUT: the whole test' }) end, 50000)
