@@ -1,5 +1,6 @@
 """Sampler invariants, with a scripted model (exact control of logits) and a tiny random model."""
 
+from dataclasses import replace
 import math
 import threading
 
@@ -505,3 +506,51 @@ def test_a_deleted_slot_closes_up_behind_what_was_committed_after_it():
     state.ids[0, 4:], state.masked[0, 4:] = PAD, False
     denoise(model, empty_ctx(1), state, Schedule(steps=6))
     assert state.ids[0].tolist() == [3, 5, 6, PAD, PAD, PAD]  # slot 1 deleted; a fixed window would end the fill at it
+
+
+# -- speculative left-to-right steps (Schedule.lookahead, a drafter) -------------------------------
+
+
+class Counting(Scripted):
+    """A left-to-right stand-in: a slot's favourite token is one more than the token before it
+    (the first slot's: 3), read from the ids the model is run with (drafts included)."""
+
+    def window_hidden(self, ids, pos, valid, ctx):
+        self.calls += 1
+        R, W = ids.shape
+        logits = torch.zeros(R, W, V)
+        for r in range(R):
+            for w in range(W):
+                before = 2 if w == 0 else int(ids[r, w - 1])
+                logits[r, w, 3 + (before - 2) % (V - 3)] = 5.0
+        return logits
+
+
+def test_speculative_steps_commit_the_guessed_run_and_give_the_same_fill():
+    def drafter(state, k):  # right for two slots, then wrong
+        out = torch.full(state.ids.shape, -1)
+        f = int(state.masked[0].nonzero()[0])
+        truth = [3 + i for i in range(8)]
+        guess = truth[f : f + 2] + [9] * k
+        out[0, f : f + k] = torch.tensor(guess[:k])[: 8 - f]
+        return out
+
+    plain = Counting()
+    want, plain_steps = denoise(plain, empty_ctx(1), fresh(W=8), Schedule(steps=8, policy="left-to-right", frontier=True))
+    model = Counting()
+    got, steps = denoise(model, empty_ctx(1), fresh(W=8), Schedule(steps=8, policy="left-to-right", frontier=True, lookahead=4),
+                         drafter=drafter)
+    assert got.ids.tolist() == want.ids.tolist() == [[3, 4, 5, 6, 7, 8, 9, 10]]
+    assert plain_steps == 8 and steps == 3  # each call commits the frontier, two guessed right, and the slot after them
+
+
+def test_a_wrong_draft_commits_only_the_frontier_and_sampled_rows_never_speculate():
+    wrong = lambda state, k: torch.where(state.masked, 42, -1)  # noqa: E731
+    schedule = Schedule(steps=8, policy="left-to-right", frontier=True, lookahead=3)
+    got, steps = denoise(Counting(), empty_ctx(1), fresh(W=4), schedule, drafter=wrong)
+    assert got.ids.tolist() == [[3, 4, 5, 6]] and steps == 4
+    right = lambda state, k: torch.where(state.masked, torch.arange(3, 7).expand_as(state.ids), -1)  # noqa: E731
+    sampled = replace(schedule, temperature=0.7)
+    den_steps = list(denoise_steps(Counting(), empty_ctx(1), fresh(W=4), sampled, generators=[torch.Generator().manual_seed(0)],
+                                   drafter=right))
+    assert len(den_steps) == 4  # a row that samples commits one slot a step

@@ -21,6 +21,12 @@ token committed at a slot makes it two masked slots (taking a spare one; banned 
 left, and at a row's last step), and a committed pad is deleted, so each hole keeps its live slots
 first and its spare ones last (:func:`reshape`).
 
+A frontier schedule may speculate (``lookahead``): a drafter guesses the tokens from a greedy
+row's frontier slot on, the model runs the row with those guesses in place, and the step commits
+the frontier slot and then each next slot while the token committed before it is the one guessed
+there (its state read the right token), so a step commits one or more slots and the fill is the
+one a step per slot gives.
+
 A row whose slots are all committed drops out of the model calls (rows are independent
 candidates); a row the constraint holds back gets ``overrun`` more of its steps, then commits what
 is left at once (repair and selection judge it), so no batch waits long for one slow row.
@@ -57,6 +63,9 @@ class Schedule:
     # holes in document order (a causal model: a later slot's prediction would read masked ones, and a later
     # hole's reads the earlier holes' whole fills); the end of a step budget or a deadline ends a fill there
     # (its other masked slots become pad)
+    lookahead: int = 0  # a frontier schedule's speculative drafts: up to this many guessed tokens (Denoiser's
+    # ``drafter``) are run at a greedy row's frontier slot and after it, so that one model call can commit the
+    # slots whose predecessors were guessed right (the fill is the same as without drafts)
 
 
 @dataclass
@@ -383,8 +392,11 @@ class Denoiser:
 
     def __init__(self, model: DiffusionModel, state: Windows, schedule: Schedule,
                  generators: list[torch.Generator | None] | None = None, constraint: Constraint | None = None,
-                 deadline: float | None = None, row_steps: torch.Tensor | None = None):
+                 deadline: float | None = None, row_steps: torch.Tensor | None = None,
+                 drafter: Callable[[Windows, int], torch.Tensor] | None = None):
         self.mask_id, self.pad_id = model.mask_id, model.pad_id
+        self.drafter = drafter if schedule.frontier and schedule.lookahead > 0 else None
+        self.drafts: torch.Tensor | None = None  # [R, W] this step's guessed tokens (-1: none)
         self.expand_id = getattr(model.capabilities, "expand_id", None)
         self.state, self.schedule, self.generators, self.deadline = state, schedule, generators, deadline
         self.constraint = constraint or NoConstraint()
@@ -415,11 +427,60 @@ class Denoiser:
             self.budget = torch.ceil(self.steps_left * (1 + schedule.overrun)).long()
         return True
 
+    def fed_ids(self) -> torch.Tensor:
+        """The windows [R, W] as the model runs them for the next step: the state's tokens, with this
+        step's drafts (asked of the drafter here) at the slots they guess."""
+        self.drafts = None
+        if self.drafter is not None:
+            self.drafts = self._drafts()
+        return self.state.ids if self.drafts is None else torch.where(self.drafts >= 0, self.drafts, self.state.ids)
+
+    def _drafts(self) -> torch.Tensor | None:
+        """The drafter's guesses kept where they are a run of masked slots from a greedy row's
+        frontier slot on, in its hole; None where there is none."""
+        state = self.state
+        guess = self.drafter(state, self.schedule.lookahead).to(state.ids.device)
+        front = self.frontier()
+        in_hole = state.hole == torch.where(front, state.hole, -2).max(1, keepdim=True).values
+        after = front.long().cumsum(1) > 0  # slots at or after the frontier
+        ok = state.masked & (guess >= 0) & (guess != self.pad_id) & (guess != self.mask_id) & in_hole
+        kept = after & ok & ((after & ~ok).long().cumsum(1) == 0)  # a run from the frontier on
+        kept &= kept.long().cumsum(1) <= self.schedule.lookahead
+        if self.schedule.temperature > 0 and self.generators is not None:  # sampled rows keep one slot a step
+            greedy = torch.tensor([g is None for g in self.generators], device=kept.device)
+            kept &= greedy[:, None]
+        return torch.where(kept, guess, -1) if kept.any() else None
+
+    def frontier(self) -> torch.Tensor:
+        """[R, W] each row's first masked slot (window slots are in document order)."""
+        masked = self.state.masked
+        return masked & (masked.long().cumsum(1) == 1)
+
     def live(self) -> torch.Tensor:
         """[R, W] the slots a step may commit, whose logits ``advance`` takes: every masked slot, or
-        with a frontier schedule each row's first masked slot (window slots are in document order)."""
-        masked = self.state.masked
-        return masked & (masked.long().cumsum(1) == 1) if self.schedule.frontier else masked
+        with a frontier schedule each row's first masked slot and the slot after each drafted one."""
+        if not self.schedule.frontier:
+            return self.state.masked
+        front = self.frontier()
+        if self.drafts is None:
+            return front
+        drafted = self.drafts >= 0
+        after = torch.zeros_like(drafted)
+        after[:, 1:] = drafted[:, :-1] & (self.state.hole[:, 1:] == self.state.hole[:, :-1])
+        return front | (after & self.state.masked)
+
+    def _taken(self, pick: torch.Tensor, token: torch.Tensor, allowed: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """[R, W] the live slots after a row's frontier that a step commits too: each next one while
+        the slot before it is committed with the token drafted there (its state read that token)."""
+        taken = torch.zeros_like(pick)
+        for r in (self.drafts >= 0).any(1).nonzero().flatten().tolist():
+            slots = candidates[r].nonzero().flatten().tolist()  # the frontier, then one slot after each draft, in order
+            for before, k in zip(slots, slots[1:]):
+                if not (pick[r, before] or taken[r, before]) or int(token[r, before]) != int(self.drafts[r, before]) \
+                        or not allowed[r, k]:
+                    break
+                taken[r, k] = True
+        return taken
 
     @torch.no_grad()
     def advance(self, logits: torch.Tensor) -> Step:
@@ -474,11 +535,15 @@ class Denoiser:
             allowed &= ~past_refusal(state.hole, refused)
         if schedule.pad_in_order:  # a fill may end only where everything before it is decided
             allowed &= (token != pad_id) | first_masked(state.hole, state.masked)
-        k = tokens_this_step(candidates.sum(1), self.steps_left)
-        pick = choose(score, conf, allowed, k, schedule.threshold)
-        stuck = candidates.any(1) & ~pick.any(1)  # nothing allowed in a row: take its best slot
+        first = candidates if self.drafts is None else candidates & self.frontier()  # (the rest: after drafts)
+        k = tokens_this_step(first.sum(1), self.steps_left)
+        pick = choose(score, conf, allowed & first, k, schedule.threshold)
+        stuck = first.any(1) & ~pick.any(1)  # nothing allowed in a row: take its best slot
         if stuck.any():
-            pick |= choose(score, conf, candidates, stuck.long(), None) & stuck[:, None]
+            pick |= choose(score, conf, first, stuck.long(), None) & stuck[:, None]
+        if self.drafts is not None:
+            pick |= self._taken(pick, token, allowed, candidates)
+            token = torch.where(candidates & ~pick, torch.full_like(token, pad_id), token)  # (only hurry commits those)
         commit_pad = pick & (token == pad_id)
         tail = pad_tail(state.hole, commit_pad | (~state.masked & (state.ids == pad_id) & self.valid), state.masked & ~pick)
         token = torch.where(tail, torch.full_like(token, pad_id), token)
@@ -510,6 +575,7 @@ def denoise_steps(
     cancel: CancelFlag | None = None,
     deadline: float | None = None,
     row_steps: torch.Tensor | None = None,
+    drafter: Callable[[Windows, int], torch.Tensor] | None = None,
 ) -> Iterator[Step]:
     """Denoise ``state`` in place, yielding a Step after each model call.
 
@@ -518,16 +584,17 @@ def denoise_steps(
     value: once passed, the next step commits everything. Raises Cancelled if ``cancel`` is set
     between steps.
     """
-    den = Denoiser(model, state, schedule, generators, constraint, deadline, row_steps)
+    den = Denoiser(model, state, schedule, generators, constraint, deadline, row_steps, drafter)
     rows = ActiveRows(model, ctx, state.pos)
     while den.pending():
         if cancel is not None and cancel.is_set():
             raise Cancelled("fill cancelled")
         # Logits only for masked slots: committed ones need none (the vocabulary projection is
         # the largest cost of a step for a small model).
+        ids = den.fed_ids()
         candidates = den.live()
         active = candidates.any(1)
-        hidden = rows.hidden(state.ids, den.valid, active)
+        hidden = rows.hidden(ids, den.valid, active)
         yield den.advance(model.logits(hidden[candidates[active]]))
 
 

@@ -30,6 +30,7 @@ from infill.model.budget import budget_split, trim
 from infill.model.device import resolve_device, resolve_dtype
 from infill.model.seam import DiffusionModel, Tokenizer
 from infill.protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
+from infill.engine.drafts import PromptLookup
 from infill.engine.finish import Finisher, as_result, join_scaffold, merge_retry, result_rank, stay_quiet, strict_request
 from infill.decode.sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, denoise_steps
 from infill.syntax.hooks import Shape, hooks_for
@@ -60,6 +61,8 @@ class EngineConfig:
     # model): the greedy fill and draws, ranked by the text after the hole (Engine.pick)
     rerank_temperature: float = 0.7  # the draws' temperature (a greedy request's; a sampling request keeps its own)
     rerank_lines: int = 4  # the lines of code after the hole that rank them (suffix_head)
+    lookahead: int = 4  # a causal model's speculative steps: tokens guessed by prompt lookup (infill/engine/drafts.py)
+    # and checked in one model call; the fill is the same, fewer calls write it (0: one slot per call)
     echo_branches: int = 3  # a ranked line's fill that only echoes the next line gets this many more greedy fills,
     # each turning off the echo one token further on (Engine.echo_branches)
 
@@ -440,7 +443,9 @@ class Engine:
         t0 = time.perf_counter()
         finisher, ends = Finisher(self.tokenizer, syntax), {}
         finished_at = torch.zeros(R, dtype=torch.long)
-        for step in denoise_steps(self.model, bound, state, schedule, gens, constraint or syntax or NoConstraint(), cancel, deadline, row_steps):
+        drafter = self.drafter(prepared, rows, schedule)
+        for step in denoise_steps(self.model, bound, state, schedule, gens, constraint or syntax or NoConstraint(), cancel,
+                                  deadline, row_steps, drafter):
             if schedule.frontier:
                 self.end_said(state, step.committed, [prepared[ri] for ri in rows], finisher, ends)
             finished_at = torch.where((finished_at == 0) & ~state.masked.any(1).cpu(), step.step, finished_at)
@@ -520,6 +525,11 @@ class Engine:
             for r in range(R):
                 lay.spare[r, : len(win_spare[r])] = torch.tensor(win_spare[r], dtype=torch.bool)
         return lay
+
+    @staticmethod
+    def drafter(prepared: list[_Prepared], rows: list[int], schedule: Schedule) -> PromptLookup | None:
+        """The guesses of a speculative (lookahead) schedule's steps, for rows filling ``prepared[rows[r]]``."""
+        return PromptLookup([p.segments for p in prepared], rows) if schedule.frontier and schedule.lookahead else None
 
     def initial_state(self, prepared: list[_Prepared], lay: "_Layout") -> Windows:
         """The rows' windows before the first step: all masked, each hole's lead tokens committed,
@@ -774,7 +784,7 @@ class Engine:
             if temperature <= 0 and rows > 1:
                 temperature = self.config.rerank_temperature
             return Schedule(steps=max(1, slots), policy="left-to-right", temperature=temperature, top_p=options.top_p,
-                            frontier=True)
+                            frontier=True, lookahead=self.config.lookahead)
         steps = options.steps or self.default_steps(slots)
         return Schedule(
             steps=max(1, steps),

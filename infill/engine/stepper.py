@@ -144,7 +144,8 @@ class Stepper:
         row_steps = torch.full((len(lay.rows),), schedule.steps, dtype=torch.long)
         slot.round += 1
         slot.prepared, slot.lay, slot.state, slot.syntax = p, lay, state, syntax
-        slot.den = Denoiser(model, state, schedule, gens, syntax or NoConstraint(), deadline, row_steps)
+        slot.den = Denoiser(model, state, schedule, gens, syntax or NoConstraint(), deadline, row_steps,
+                            engine.drafter([p], lay.rows, schedule))
         slot.finished_at = torch.zeros(len(lay.rows), dtype=torch.long)
         slot.ends = {}
         slot.bound = None
@@ -233,7 +234,7 @@ class Stepper:
             valid = torch.cat([_pad(s.den.valid[a], W, False) for s, a in zip(going, active)])
             self._active_key, self._active = key, (sub, pos, valid)
         sub, pos, valid = self._active
-        ids = torch.cat([_pad(s.state.ids[a], W, model.pad_id) for s, a in zip(going, active)])
+        ids = torch.cat([_pad(s.den.fed_ids()[a], W, model.pad_id) for s, a in zip(going, active)])
         hidden = model.window_hidden(ids, pos, valid, sub)
         picked, parts, at = [], [], 0
         for s, a in zip(going, active):

@@ -36,11 +36,12 @@ def load(directory):
     return registry.load(directory, "cpu", torch.float32)
 
 
-def engine_of(directory, candidates: int = 1):
+def engine_of(directory, candidates: int = 1, **config):
     """An engine over a freshly loaded model (no prefix cache from earlier fills); by default one
     candidate row, the greedy fill (section 9 tests the ranked draws)."""
     m, tok = load(directory)
-    return Engine(m, tok, EngineConfig(model_dir=directory, device="cpu", precision="fp32", rerank_candidates=candidates))
+    return Engine(m, tok, EngineConfig(model_dir=directory, device="cpu", precision="fp32", rerank_candidates=candidates,
+                                       **config))
 
 
 def reference(directory):
@@ -300,6 +301,46 @@ def test_a_slot_committed_again_before_a_fed_slot_refeeds_it(hf_models, hf_dirs)
         [t[0], M, t[2], M, M, M],  # a repair masks slots 1 and 3
         [t[0], x, t[2], M, M, M],  # the frontier commits slot 1 again: slot 3's prediction reads slot 2
     ], W=6)
+
+
+def test_drafts_not_taken_are_run_again_from_the_first_that_changed(hf_models, hf_dirs):
+    """Speculative drafts (fed past the frontier, then replaced): the states before the first
+    changed slot are kept, the slots from it on run again, and only they."""
+    m, tok = hf_models("causal-llama")
+    (t, x), M = trace_tokens(tok), m.mask_id
+    trace = [
+        [t[0], x, x, M, M, M],  # slot 0 committed, drafts at slots 1 and 2
+        [t[0], t[1], M, M, M, M],  # the draft at slot 1 not taken: slot 1 committed, slot 2 masked again
+        [t[0], t[1], t[2], t[3], x, M],  # drafts at 2-4 (2 and 3 will be taken)
+        [t[0], t[1], t[2], t[3], t[4], M],
+    ]
+    check_trace(m, tok, reference(hf_dirs("causal-llama")), trace, W=6)
+    pre, bound, _, pos, valid = one_hole(m, tok, PREFIX, 6)
+    m.window_hidden(torch.tensor([[M] * 6]), pos, valid, bound)  # the context alone
+    real, ran = m._run, []
+    m._run = lambda tokens, *a, **k: (ran.append(tokens.shape[1]), real(tokens, *a, **k))[1]
+    try:
+        for step in trace:
+            m.window_hidden(torch.tensor([step]), pos, valid, bound)
+    finally:
+        del m._run
+    assert ran == [3, 1, 3, 1]  # slots 0-2; slot 1 again; slots 2-4; slot 4 again
+
+
+def test_speculative_steps_give_the_fill_of_one_slot_a_step(hf_dirs):
+    """fp32: a step that commits guessed slots writes exactly the fill one slot a step writes."""
+    from dataclasses import replace
+
+    plain = Engine.load(EngineConfig(model_dir=hf_dirs("causal-llama"), device="cpu", precision="fp32", lookahead=0))
+    fast = Engine(plain.model, plain.tokenizer, replace(plain.config, lookahead=4), plain.model_id)
+    taken = 0
+    for prefix in (PREFIX, LONGER, "aaaa"):  # (after "aaaa" the random model loops: its guesses are taken)
+        request = FillRequest(text=prefix + SUFFIX, holes=[Hole(len(prefix), len(prefix), 12)], language="python",
+                              options=SamplingOptions(candidates=1, constrained=False))
+        want, got = plain.fill(request), fast.fill(request)
+        assert got.fills[0].text == want.fills[0].text, prefix
+        taken += want.timings.steps - got.timings.steps
+    assert taken > 0  # some guesses were right
 
 
 # --------------------------------------------------------------------------- 5. token healing
@@ -649,7 +690,7 @@ def test_infill_fill_with_a_causal_checkpoint(hf_dirs, tmp_path, capsys):
 def test_the_prefix_cache_keeps_many_documents(hf_dirs):
     """Eight documents typed in turn keep their context states (an LRU of a few rows thrashed and
     re-ran every document's context at every keystroke)."""
-    engine = engine_of(hf_dirs("causal-llama"))
+    engine = engine_of(hf_dirs("causal-llama"), lookahead=0)  # (one window token a call: a context run stands out)
     m = engine.model
     docs = [f"def f{i}(a, b):\n    return a + b * {i} +" for i in range(8)]
     for d in docs:

@@ -218,11 +218,12 @@ class CausalLM(HFDiffusionModel):
             ctx.state = self._start(ctx, pos, valid)
         st = ctx.state
         committed = valid & (ids != self.mask_id) & (ids != self.pad_id)
-        stale = (st.fed & (~committed | (ids != st.fed_ids))).any(1)
-        first_new = torch.where(committed & ~st.fed, pos, torch.iinfo(pos.dtype).max).min(1).values
-        stale |= (st.fed & (pos > first_new[:, None])).any(1)  # a slot committed before a fed one (after a repair)
-        if stale.any():  # a slot masked again or changed: run the row's committed slots again
-            st.fed[stale] = False
+        # A slot masked again or changed (a repair, a draft not taken), or a slot committed before a fed
+        # one: the fed slots from there on are stale (the states before it read only earlier tokens).
+        never = torch.iinfo(pos.dtype).max
+        changed = torch.where(st.fed & (~committed | (ids != st.fed_ids)), pos, never).min(1).values
+        first_new = torch.where(committed & ~st.fed, pos, never).min(1).values
+        st.fed &= pos < torch.minimum(changed, first_new)[:, None]
         new = committed & ~st.fed
         if new.any():
             self._feed(st, ids, pos, new)

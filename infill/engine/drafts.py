@@ -1,0 +1,81 @@
+"""Prompt-lookup drafts: guesses of the tokens a left-to-right fill writes next, for the sampler's
+speculative steps (``Schedule.lookahead``, ``Denoiser(drafter=...)``).
+
+A row's draft is found by looking up the last few tokens before its frontier slot (the context
+before the hole, then what the fill has committed) in the fill so far, then in the request's own
+tokens (the text before and after every hole), and copying what followed the latest place they
+occur. Code repeats itself
+(names, calls, the shape of the line above), so such guesses are often right.
+
+A draft only guesses: the sampler commits a guessed slot only where the model's own choice there
+equals the guess, so drafts change how many slots one model call commits, never the fill. Pure
+Python over token ids: no model, no tokenizer, no I/O.
+"""
+
+from __future__ import annotations
+
+import torch
+
+NGRAMS = (3, 2)  # how many tokens before the frontier are looked up, longest first
+TRIES = 4  # places (latest first) an n-gram is tried at before giving up on it
+
+
+class PromptLookup:
+    """The drafter of one chunk's rows: ``rows[r]`` is the request (its ``segments``: token lists,
+    the text before each hole and after the last) that row r fills."""
+
+    def __init__(self, segments: list[list[list[int]]], rows: list[int]):
+        self.rows = rows
+        self.sources, self.starts, self.index = [], [], []
+        for segs in segments:
+            source = [t for seg in segs for t in seg]
+            starts, at = [], 0  # where hole h sits in ``source``: after segments 0..h
+            for seg in segs[:-1]:
+                at += len(seg)
+                starts.append(at)
+            index: dict[tuple[int, ...], list[int]] = {}
+            for n in NGRAMS:
+                for i in range(len(source) - n + 1):
+                    index.setdefault(tuple(source[i : i + n]), []).append(i)
+            self.sources.append(source)
+            self.starts.append(starts)
+            self.index.append(index)
+
+    def __call__(self, state, k: int) -> torch.Tensor:
+        """[R, W] long: up to ``k`` guessed tokens from each row's first masked slot on, in its
+        hole; -1 where there is no guess."""
+        ids, hole, masked = state.ids.cpu(), state.hole.cpu(), state.masked.cpu()
+        out = torch.full(ids.shape, -1, dtype=torch.long)
+        for r in range(ids.shape[0]):
+            where = masked[r].nonzero().flatten()
+            if len(where) == 0:
+                continue
+            f = int(where[0])
+            h = int(hole[r, f])
+            if h < 0:
+                continue
+            ri = self.rows[r]
+            in_hole = (hole[r] == h).nonzero().flatten()
+            written = ids[r, in_hole[in_hole < f]].tolist()
+            guess = self.guess(ri, h, written, k)
+            room = in_hole[(in_hole >= f) & masked[r, in_hole]][: len(guess)]
+            out[r, room] = torch.tensor(guess[: len(room)], dtype=torch.long)
+        return out
+
+    def guess(self, ri: int, h: int, written: list[int], k: int) -> list[int]:
+        """Up to ``k`` tokens that may follow hole ``h`` of request ``ri`` once it holds ``written``."""
+        source, boundary = self.sources[ri], self.starts[ri][h]
+        tail = source[max(0, boundary - max(NGRAMS)) : boundary] + written
+        for n in NGRAMS:
+            if len(tail) < n:
+                continue
+            key = tail[-n:]
+            for i in range(len(tail) - n - 1, -1, -1):  # the fill repeating itself (or the text just before it)
+                if tail[i : i + n] == key:
+                    return tail[i + n : i + n + k]
+            places = self.index[ri].get(tuple(key), ())
+            for i in [p for p in reversed(places) if p + n != boundary][:TRIES]:  # (not the hole's own edge)
+                after = source[i + n : i + n + k]
+                if after:
+                    return after
+        return []
