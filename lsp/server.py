@@ -116,6 +116,22 @@ def completion_snippet(text: str, indent: str) -> str | None:
     return "\n".join(lines).replace("\\", "\\\\").replace("$", "\\$").replace("}", "\\}")
 
 
+def typed_through(offered: tuple[str, int, str] | None, text: str, offset: int) -> str | None:
+    """The rest of a suggestion ``offered`` (text, cursor offset, fill) after the user typed its
+    start: where ``text`` is that text with the fill's first characters typed at that cursor and
+    the cursor after them, the fill's remaining characters (not blank); else None (a pure function)."""
+    if offered is None:
+        return None
+    before, at, fill = offered
+    typed = offset - at
+    if not 0 < typed < len(fill) or len(text) != len(before) + typed:
+        return None
+    if text[at:offset] != fill[:typed] or text[:at] != before[:at] or text[offset:] != before[at:]:
+        return None
+    rest = fill[typed:]
+    return rest if rest.strip() else None
+
+
 def trim_trailing_blank_line(fill: str, rest_of_line: str) -> str:
     """``fill`` without a last line of only whitespace when nothing follows the cursor on its line:
     accepting it would leave a whitespace-only line (the model wrote the next line's indentation)."""
@@ -152,6 +168,8 @@ class InfillServer(LanguageServer):
         self.languages: tuple[str, ...] | None = None  # what the model knows (None: not said; all are served)
         self.model_min_score: float | None = None  # the model's own calibrated floor (config.json's min_score)
         self._refused: set[str] = set()  # languages already told (once per session) that they get no fills
+        self.offered: dict[tuple[str, str], tuple[str, int, str]] = {}  # per document and kind of request, the last
+        # suggestion at the cursor (the text it was for, the cursor's offset, the fill shown): typing it on needs no fill
 
     # -- messages to the user ---------------------------------------------------------------
 
@@ -311,6 +329,11 @@ class InfillServer(LanguageServer):
         if offset is None:
             self.log_client(types.MessageType.Warning, f"position {position.line}:{position.character} is outside {uri}")
             return None
+        cursor = types.Position(*textpos.str_to_lsp(text, offset, encoding))
+        rest = typed_through(self.offered.get((uri, kind)), text, offset)
+        if rest is not None:  # the user typed the start of the last suggestion: the rest of it stands
+            self.offered[(uri, kind)] = (text, offset, rest)
+            return text, offset, rest, cursor
         prepared = documents.prepare(text, [Hole(offset, offset, self.options.max_tokens)])
         request = FillRequest(text=prepared.text, holes=prepared.holes, language=doc.language_id,
                               options=self.sampling(cursor=True), path=uri)
@@ -332,8 +355,10 @@ class InfillServer(LanguageServer):
         line_end = text.find("\n", offset)
         fill = trim_trailing_blank_line(prepared.fill_text(result.fills[0].text),
                                         text[offset:] if line_end < 0 else text[offset:line_end])
-        cursor = types.Position(*textpos.str_to_lsp(text, offset, encoding))
-        return (text, offset, fill, cursor) if fill.strip() else None
+        if not fill.strip():
+            return None
+        self.offered[(uri, kind)] = (text, offset, fill)
+        return text, offset, fill, cursor
 
     def fill_holes_edit(self, uri: str, sites, fills: list[str], version: int | None) -> types.WorkspaceEdit:
         doc_text = self.document(uri).source
@@ -415,6 +440,7 @@ def create_server(model: str | None = None, device: str | None = None, token: st
     def did_close(ls: InfillServer, params: types.DidCloseTextDocumentParams) -> None:
         for kind in CURSOR_KINDS:
             ls.scheduler.cancel((params.text_document.uri, "cursor", kind))
+            ls.offered.pop((params.text_document.uri, kind), None)
         ls.scheduler.cancel((params.text_document.uri, "holes"))
 
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())

@@ -161,3 +161,33 @@ def test_cursor_candidates_option_is_checked():
     for bad in (-1, 17, 1.5, "2", True):
         options, problems = parse_options({"cursorCandidates": bad})
         assert options.cursor_candidates == 1 and problems, bad
+
+
+def test_typed_through_is_the_rest_of_the_suggestion_only_where_its_start_was_typed():
+    from infill.lsp.server import typed_through
+
+    offered = ("x = \ny = 2\n", 4, "compute(1)")
+    assert typed_through(offered, "x = comp\ny = 2\n", 8) == "ute(1)"
+    assert typed_through(offered, "x = \ny = 2\n", 4) is None  # nothing typed: a fill as usual
+    assert typed_through(offered, "x = cusp\ny = 2\n", 8) is None  # typed something else
+    assert typed_through(offered, "x = comp\ny = 3\n", 8) is None  # the rest of the document changed
+    assert typed_through(offered, "x = compute(1)\ny = 2\n", 14) is None  # all of it typed
+    assert typed_through(("a", 1, "bc  "), "ab", 2) == "c  " and typed_through(("a", 1, "b "), "ab", 2) is None  # blank rest
+
+
+@pytest.mark.asyncio
+async def test_typing_the_start_of_a_suggestion_gets_its_rest_without_a_fill(tiny_engine):
+    server = _server(tiny_engine)
+    try:
+        text, offset, fill, _ = await server.fill_at_cursor(URI, types.Position(5, 7), automatic=False)
+        assert len(fill) > 1, fill
+        typed = text[:offset] + fill[0] + text[offset:]
+        server.workspace.update_text_document(types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+                                              types.TextDocumentContentChangeWholeDocument(text=typed))
+        fills = []
+        real = server.scheduler.fill
+        server.scheduler.fill = lambda *a, **k: fills.append(a) or real(*a, **k)
+        got = await server.fill_at_cursor(URI, types.Position(5, 8), automatic=False)
+        assert got is not None and got[2] == fill[1:] and not fills  # answered from the suggestion, no fill run
+    finally:
+        server.scheduler.shutdown()
