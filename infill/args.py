@@ -76,6 +76,18 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                    help="context reuse for open diffusion models whose context attends to the fill (Dream, LLaDA, ...): "
                         "exact recomputes every step; approximate reuses the context's keys and values across steps "
                         "(faster, close). Our own model is exact either way (default: exact)")
+    p.add_argument("--lookahead", type=int_in(0), default=None,
+                   help="a causal model's speculative steps: tokens guessed ahead by prompt lookup and checked in one "
+                        "model call (the same fill, fewer calls; 0: one token a call; default: 4)")
+
+
+def engine_settings(args: argparse.Namespace) -> dict:
+    """The EngineConfig fields the model options set (absent options keep EngineConfig's defaults)."""
+    out = {"threads": getattr(args, "threads", None), "precision": getattr(args, "precision", "auto"),
+           "cache_mode": getattr(args, "cache_mode", "exact")}
+    if getattr(args, "lookahead", None) is not None:
+        out["lookahead"] = args.lookahead
+    return out
 
 
 def add_sampling_arguments(g) -> None:
@@ -137,5 +149,4 @@ def load_engine(args: argparse.Namespace, priority: str = "interactive"):
         raise InputError(f"--model {model_dir}: no such directory")
     if not Path(model_dir).is_dir():
         raise InputError(f"model directory {model_dir}: not a directory")
-    return Engine.load(EngineConfig(model_dir=Path(model_dir), device=args.device, threads=args.threads,
-                                    precision=args.precision, cache_mode=getattr(args, "cache_mode", "exact")))
+    return Engine.load(EngineConfig(model_dir=Path(model_dir), device=args.device, **engine_settings(args)))

@@ -44,6 +44,7 @@ def _setup_logging(args: argparse.Namespace) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from infill.args import engine_settings
     from infill.lsp.server import create_server, load_engine
     from infill.lsp.transport import is_loopback, parse_address, serve_stdio, serve_tcp, serve_ws
 
@@ -58,8 +59,7 @@ def main(args: argparse.Namespace) -> int:
     if address and not is_loopback(address[0]) and not args.token:
         print(f"infill lsp: error: binding {address[0]} (not loopback) needs --token", file=sys.stderr)
         return 2
-    loader = functools.partial(load_engine, precision=getattr(args, "precision", "auto"),
-                               threads=getattr(args, "threads", None), cache_mode=getattr(args, "cache_mode", "exact"))
+    loader = functools.partial(load_engine, **engine_settings(args))
     holder: dict = {}
     if getattr(args, "engine", None):
         loader = engine_client_loader(args.engine, args.engine_token, holder)

@@ -141,8 +141,9 @@ def trim_trailing_blank_line(fill: str, rest_of_line: str) -> str:
     return head if not last.strip() else fill
 
 
-def load_engine(key: tuple[str | None, str], precision: str = "auto", threads: int | None = None, cache_mode: str = "exact"):
-    """The engine for (model directory or None for the bundled one, device). Runs in the worker."""
+def load_engine(key: tuple[str | None, str], **settings):
+    """The engine for (model directory or None for the bundled one, device), with EngineConfig's
+    ``settings`` (precision, threads, cache mode, ...). Runs in the worker."""
     import torch
 
     from infill.engine.fill import DEFAULT_MODEL_DIR, Engine, EngineConfig
@@ -150,8 +151,7 @@ def load_engine(key: tuple[str | None, str], precision: str = "auto", threads: i
     torch.set_grad_enabled(False)  # thread-local: the worker thread never needs autograd
     path, device = key
     model_dir = Path(path).expanduser() if path else DEFAULT_MODEL_DIR
-    return Engine.load(EngineConfig(model_dir=model_dir, device=device, precision=precision, threads=threads,
-                                    cache_mode=cache_mode))
+    return Engine.load(EngineConfig(model_dir=model_dir, device=device, **settings))
 
 
 class InfillServer(LanguageServer):

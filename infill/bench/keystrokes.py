@@ -299,8 +299,10 @@ def summarize_phase(records: list[dict]) -> dict:
 
 
 def server_command(model_dir: Path | None, device: str, threads: int | None, log_file: Path | None,
-                   precision: str = "auto") -> list[str]:
+                   precision: str = "auto", lookahead: int | None = None) -> list[str]:
     cmd = [sys.executable, "-m", "infill.lsp", "--device", device, "--precision", precision]
+    if lookahead is not None:
+        cmd += ["--lookahead", str(lookahead)]
     if model_dir is not None:
         cmd += ["--model", str(model_dir)]
     if threads:
@@ -431,7 +433,7 @@ def run_keystrokes(model_dir: Path | str | None = None, *, documents: int | Sequ
                    interval_ms: float = 0.0, steps: int | None = None, threshold: float | None = None,
                    constrained: bool | None = None, device: str = "auto", threads: int | None = None,
                    precision: str = "auto", timeout_s: float = 60.0, seed: int = 0, out_dir: Path | str | None = None,
-                   progress: bool = False) -> dict:
+                   progress: bool = False, lookahead: int | None = None) -> dict:
     """Run the benchmark against a fresh ``python -m infill.lsp``; the summary (also written to disk).
 
     ``documents``: one phase per value, in order, in the same server session (e.g. ``(1, 8)``).
@@ -457,7 +459,8 @@ def run_keystrokes(model_dir: Path | str | None = None, *, documents: int | Sequ
     for key, value in (("steps", steps), ("threshold", threshold), ("constrained", constrained)):
         if value is not None:
             init_options[key] = value
-    cmd = server_command(resolved if model_dir is not None else None, device, threads, out / "server.log", precision)
+    cmd = server_command(resolved if model_dir is not None else None, device, threads, out / "server.log", precision,
+                         lookahead)
     console = Console(stderr=True)
 
     def tick(row: dict) -> None:
@@ -484,7 +487,7 @@ def run_keystrokes(model_dir: Path | str | None = None, *, documents: int | Sequ
         "settings": {"documents": phases, "keystrokes": keystrokes, "warmup": warmup,
                      "context_tokens": context_tokens, "max_tokens": max_tokens, "debounce_ms": debounce_ms,
                      "interval_ms": interval_ms, "steps": steps, "threshold": threshold, "constrained": constrained,
-                     "device": device, "threads": threads, "precision": precision, "timeout_s": timeout_s, "seed": seed,
+                     "device": device, "threads": threads, "precision": precision, "lookahead": lookahead, "timeout_s": timeout_s, "seed": seed,
                      "initialization_options": init_options, "server_command": cmd,
                      "trigger_kind": "Automatic", "change": "incremental, one keystroke per didChange"},
         "load": {"initialize_ms": session["initialize_ms"], "load_ms": session["load_ms"],
@@ -586,6 +589,6 @@ def main(args: argparse.Namespace) -> int:
         debounce_ms=args.debounce_ms, interval_ms=args.interval_ms, steps=args.steps, threshold=args.threshold,
         constrained=False if args.unconstrained else None, device=getattr(args, "device", None) or "auto",
         threads=getattr(args, "threads", None), precision=getattr(args, "precision", "auto"), timeout_s=args.timeout, seed=args.seed, out_dir=args.out,
-        progress=not getattr(args, "quiet", False))
+        progress=not getattr(args, "quiet", False), lookahead=getattr(args, "lookahead", None))
     print_summary(summary)
     return 0

@@ -75,7 +75,8 @@ class RayOptions:
 def model_arguments(args: argparse.Namespace) -> argparse.Namespace:
     """Only what a replica needs to load the engine (infill.args.load_engine)."""
     return argparse.Namespace(model=args.model, device=args.device, threads=args.threads, precision=args.precision,
-                              cache_mode=getattr(args, "cache_mode", "exact"), engine=None)
+                              cache_mode=getattr(args, "cache_mode", "exact"), lookahead=getattr(args, "lookahead", None),
+                              engine=None)
 
 
 def application(model_args: argparse.Namespace, config: ServeConfig, opts: RayOptions, board: str | None):
