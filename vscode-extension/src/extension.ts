@@ -26,7 +26,7 @@ import { Backoff } from "./backoff";
 import { DiscoveryError, ServerCommand, discoverServer, expandPath } from "./discovery";
 import { affectsServer, configurationPayload, needsRestart, toServerOptions } from "./settings";
 import { StatusState, fromServerMessage, fromStatusNotification, render } from "./status";
-import { LanguageGate, gluesOntoAcceptedWord, serverLanguageIds, settingsQuery } from "./inline";
+import { EditsWhileStarting, LanguageGate, gluesOntoAcceptedWord, serverLanguageIds, settingsQuery } from "./inline";
 
 /** The LSP language ids of every language infill has a grammar for: languages.json, a copy of
  * grammars/languages.toml (`infill languages --json`; a test keeps the two the same). */
@@ -91,6 +91,8 @@ class Infill implements vscode.Disposable {
     /** The ghost text last offered, and where an accepted one ended (to spot a glued next one). */
     private offered: { uri: string; version: number; offset: number; text: string } | undefined;
     private accepted: { uri: string; version: number; offset: number } | undefined;
+    /** Documents typed in while the server was not running (VS Code asked no provider then). */
+    private readonly editsWhileStarting = new EditsWhileStarting();
 
     constructor(private readonly context: vscode.ExtensionContext) {
         this.out = vscode.window.createOutputChannel("Infill", { log: true });
@@ -99,7 +101,10 @@ class Infill implements vscode.Disposable {
         this.renderStatus();
         this.item.show();
         this.disposables.push(this.out, this.item);
-        this.disposables.push(vscode.workspace.onDidChangeTextDocument((e) => this.noteAccept(e)));
+        this.disposables.push(vscode.workspace.onDidChangeTextDocument((e) => {
+            this.noteAccept(e);
+            if (e.contentChanges.length) this.editsWhileStarting.note(e.document.uri.toString(), this.client?.state === State.Running);
+        }));
     }
 
     /** An edit that inserts exactly the ghost text last offered, where it was offered: an accept. */
@@ -316,7 +321,7 @@ class Infill implements vscode.Disposable {
                     let items = Array.isArray(result) ? result : result?.items;
                     if (items && justAccepted) {
                         const kept = items.filter((i) => !gluesOntoAcceptedWord(charBefore, typeof i.insertText === "string" ? i.insertText : i.insertText.value, true));
-                        if (kept.length < items.length) this.out.debug(`dropped ghost text that would glue onto the word just accepted`);
+                        if (kept.length < items.length) this.out.info(`dropped ghost text that would glue onto the word just accepted`);
                         items = kept;
                     }
                     if (items && items.length && !token.isCancellationRequested) {
@@ -392,6 +397,11 @@ class Infill implements vscode.Disposable {
         if (this.gate.known) this.out.info(`the model knows: ${this.gate.known.join(", ")}; other languages get no suggestions`);
         if (this.state.phase === "starting") this.setState({ phase: "loading" });
         this.out.info(`server started (${cmd.source}); waiting for the model`);
+        const active = vscode.window.activeTextEditor?.document;
+        if (this.editsWhileStarting.take(active?.uri.toString()) && active && this.enabled && this.gate.allows(active.languageId)) {
+            this.out.info("the active document was typed in while the server started: asking for its ghost text");
+            void vscode.commands.executeCommand("editor.action.inlineSuggest.trigger");
+        }
     }
 
     private spawn(cmd: ServerCommand, gen: number): Promise<cp.ChildProcess> {

@@ -1,6 +1,6 @@
 // Pure rules the extension applies around the server's suggestions (unit-tested without VS Code):
-// which languages the model knows, where "Open Settings" goes, and ghost text that would glue
-// onto a word just accepted.
+// which languages the model knows, where "Open Settings" goes, ghost text that would glue onto a
+// word just accepted, and documents typed in while the server was starting.
 
 /** The languages the server's model was trained on, from its initialize result
  * (capabilities.experimental.infill.languageIds) or its infill/languages notification; undefined
@@ -54,4 +54,27 @@ const WORD = /[\p{L}\p{N}_]/u;
  */
 export function gluesOntoAcceptedWord(charBefore: string, insertText: string, justAccepted: boolean): boolean {
     return justAccepted && WORD.test(charBefore) && WORD.test(insertText.charAt(0));
+}
+
+/**
+ * The documents edited while the server was not running. VS Code asks an inline completion
+ * provider for ghost text on an edit only, and the provider exists only once the language client
+ * runs: a file opened and typed in at once (while `infill lsp` starts, seconds) got no ghost text,
+ * not even after the model loaded, until its next key. Once the server runs, the active editor is
+ * asked again if its document is one of these.
+ */
+export class EditsWhileStarting {
+    private readonly uris = new Set<string>();
+
+    note(uri: string, serverRunning: boolean): void {
+        if (!serverRunning) this.uris.add(uri);
+    }
+
+    /** Whether `uri` (the active editor's document) was edited while the server was not running;
+     * forgets every document noted (the server runs now). */
+    take(uri: string | undefined): boolean {
+        const hit = uri !== undefined && this.uris.has(uri);
+        this.uris.clear();
+        return hit;
+    }
 }

@@ -2,7 +2,7 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { test } from "node:test";
-import { LanguageGate, gluesOntoAcceptedWord, serverLanguageIds, settingsQuery } from "../inline";
+import { EditsWhileStarting, LanguageGate, gluesOntoAcceptedWord, serverLanguageIds, settingsQuery } from "../inline";
 
 const PKG = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "..", "package.json"), "utf8"));
 const README = fs.readFileSync(path.join(__dirname, "..", "..", "README.md"), "utf8");
@@ -57,4 +57,16 @@ test("ghost text that would glue onto a word just accepted is dropped", () => {
     assert.ok(!gluesOntoAcceptedWord("e", " = 1", true));
     assert.ok(!gluesOntoAcceptedWord("e", "n", false)); // typed, not accepted: completing a word is the point
     assert.ok(!gluesOntoAcceptedWord(" ", "n", true));
+});
+
+test("a document typed in while the server started is asked for ghost text once the server runs", () => {
+    const edits = new EditsWhileStarting();
+    edits.note("file:///a.py", false); // typed while starting
+    edits.note("file:///b.py", true); // typed while running: VS Code asked the provider itself
+    assert.ok(edits.take("file:///a.py"));
+    assert.ok(!edits.take("file:///a.py")); // once
+    edits.note("file:///b.py", false);
+    assert.ok(!edits.take("file:///a.py")); // another editor is active: nothing to ask
+    assert.ok(!edits.take("file:///b.py")); // and the server runs now: forgotten
+    assert.ok(!edits.take(undefined));
 });
