@@ -53,6 +53,15 @@ RECENT_S = 1.0  # a document answered this recently counts as typing
 MAX_SHED = 4  # under load an elastic fill does at least 1/MAX_SHED of its usual work
 
 
+def _awaitable(future: Future) -> asyncio.Future:
+    """``future`` for the event loop, its outcome always retrieved: a request cancelled while it
+    waits (``$/cancelRequest``) leaves the shielded job to end in Cancelled, which would otherwise be
+    logged as an error nobody retrieved."""
+    waiter = asyncio.wrap_future(future)
+    waiter.add_done_callback(lambda f: f.cancelled() or f.exception())
+    return waiter
+
+
 def lighten(request: FillRequest, batch: int, candidates: int, default_steps: Callable[[int], int]) -> FillRequest:
     """``request`` with about 1/min(batch, MAX_SHED) of its usual work (a pure function).
 
@@ -243,7 +252,7 @@ class Scheduler:
             shared = self._inflight.get(full_key) if full_key is not None else None
             if shared is not None and not shared.future.done() and not shared.flag.is_set():
                 shared.flag.flags.append(flag)
-                result, _ = await asyncio.shield(asyncio.wrap_future(shared.future))
+                result, _ = await asyncio.shield(_awaitable(shared.future))
                 if flag.is_set():
                     raise Cancelled("superseded by a newer request")
                 return result
@@ -257,7 +266,7 @@ class Scheduler:
                     self._drain_queued = True
                     self._executor.submit(self._run_pending)
             try:
-                result, lightened = await asyncio.shield(asyncio.wrap_future(job.future))
+                result, lightened = await asyncio.shield(_awaitable(job.future))
             finally:
                 if self._inflight.get(full_key) is job:
                     del self._inflight[full_key]

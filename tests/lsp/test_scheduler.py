@@ -215,3 +215,31 @@ async def test_fill_holes_jobs_keep_their_full_work_in_a_batch(tiny_engine):
         assert [r.options for r in spy.calls[0]] == [request(TEXTS[n]).options for n in ("a.py", "b.py")]
     finally:
         scheduler.shutdown()
+
+
+async def test_a_request_cancelled_while_it_waits_leaves_no_unretrieved_error(tiny_engine):
+    """$/cancelRequest cancels the awaiting task; its job then ends in Cancelled in the worker:
+    nothing may be logged as "Future exception was never retrieved" (a flood while typing)."""
+    import gc
+
+    loop = asyncio.get_running_loop()
+    errors, before = [], loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: errors.append(context.get("message")))
+    scheduler, spy, gate = gated_scheduler(tiny_engine)
+    try:
+        tasks = await start_fills(scheduler, ["a.py"])
+        tasks["a.py"].cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await tasks["a.py"]
+        gate.set()
+        for _ in range(100):  # until the worker has answered the job
+            await asyncio.sleep(0.02)
+            if not scheduler._pending and not scheduler._drain_queued:
+                break
+        await asyncio.sleep(0.1)
+        gc.collect()
+        await asyncio.sleep(0)
+        assert not errors, errors
+    finally:
+        loop.set_exception_handler(before)
+        scheduler.shutdown()
