@@ -65,7 +65,10 @@ class Schedule:
     # (its other masked slots become pad)
     lookahead: int = 0  # a frontier schedule's speculative drafts: up to this many guessed tokens (Denoiser's
     # ``drafter``) are run at a greedy row's frontier slot and after it, so that one model call can commit the
-    # slots whose predecessors were guessed right (the fill is the same as without drafts)
+    # slots whose predecessors were guessed right (the fill is the same as without drafts, but where a step budget
+    # ends it: a speculative step may have committed more by then)
+    lookahead_slots: int = 16  # slots a speculative step runs in all, at most (a row's own slot included): past a few
+    # rows a step's cost grows with its slots (on a CPU), so a big batch speculates less, or not at all
 
 
 @dataclass
@@ -244,15 +247,17 @@ RESCUE_TOKENS = 64  # how deep a stuck hole's first masked slot looks for a toke
 
 
 def rescue(constraint, state: Windows, candidates: torch.Tensor, allowed: torch.Tensor, logp_all: torch.Tensor,
-           proposal: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> None:
+           proposal: tuple[torch.Tensor, torch.Tensor, torch.Tensor], among: torch.Tensor | None = None) -> None:
     """Holes with masked slots but nothing allowed: their first masked slot takes the best of its
     RESCUE_TOKENS most likely tokens that the constraint allows (in place: ``allowed`` and the
-    proposal's token, log-probability and confidence), where the constraint can tell one."""
+    proposal's token, log-probability and confidence), where the constraint can tell one.
+    ``among``: the slots that count (default: all ``candidates``, the slots ``logp_all`` holds)."""
     ask = getattr(constraint, "first_admissible", None)
-    stuck_holes = per_hole_count(state.hole, candidates).gt(0) & per_hole_count(state.hole, allowed).eq(0)  # [R, H]
+    among = candidates if among is None else among
+    stuck_holes = per_hole_count(state.hole, among).gt(0) & per_hole_count(state.hole, allowed & among).eq(0)  # [R, H]
     if ask is None or not stuck_holes.any():
         return
-    first = first_masked(state.hole, candidates)
+    first = first_masked(state.hole, among)
     stuck = first & stuck_holes.gather(1, state.hole.clamp_min(0)) & (state.hole >= 0)
     token, logp, conf = proposal
     index = numbered(candidates)  # row of logp_all
@@ -427,25 +432,31 @@ class Denoiser:
             self.budget = torch.ceil(self.steps_left * (1 + schedule.overrun)).long()
         return True
 
-    def fed_ids(self) -> torch.Tensor:
+    def fed_ids(self, spare: int | None = None) -> torch.Tensor:
         """The windows [R, W] as the model runs them for the next step: the state's tokens, with this
-        step's drafts (asked of the drafter here) at the slots they guess."""
+        step's drafts (asked of the drafter here) at the slots they guess. ``spare``: the slots the
+        drafts may add to the step, over all rows (default: the schedule's ``lookahead_slots`` less
+        one per active row)."""
         self.drafts = None
         if self.drafter is not None:
-            self.drafts = self._drafts()
+            active = int(self.state.masked.any(1).sum())
+            spare = self.schedule.lookahead_slots - active if spare is None else spare
+            per_row = min(self.schedule.lookahead, spare // max(active, 1))
+            if per_row > 0:
+                self.drafts = self._drafts(per_row)
         return self.state.ids if self.drafts is None else torch.where(self.drafts >= 0, self.drafts, self.state.ids)
 
-    def _drafts(self) -> torch.Tensor | None:
-        """The drafter's guesses kept where they are a run of masked slots from a greedy row's
-        frontier slot on, in its hole; None where there is none."""
+    def _drafts(self, lookahead: int) -> torch.Tensor | None:
+        """The drafter's guesses kept where they are a run of up to ``lookahead`` masked slots from a
+        greedy row's frontier slot on, in its hole; None where there is none."""
         state = self.state
-        guess = self.drafter(state, self.schedule.lookahead).to(state.ids.device)
+        guess = self.drafter(state, lookahead).to(state.ids.device)
         front = self.frontier()
         in_hole = state.hole == torch.where(front, state.hole, -2).max(1, keepdim=True).values
         after = front.long().cumsum(1) > 0  # slots at or after the frontier
         ok = state.masked & (guess >= 0) & (guess != self.pad_id) & (guess != self.mask_id) & in_hole
         kept = after & ok & ((after & ~ok).long().cumsum(1) == 0)  # a run from the frontier on
-        kept &= kept.long().cumsum(1) <= self.schedule.lookahead
+        kept &= kept.long().cumsum(1) <= lookahead
         if self.schedule.temperature > 0 and self.generators is not None:  # sampled rows keep one slot a step
             greedy = torch.tensor([g is None for g in self.generators], device=kept.device)
             kept &= greedy[:, None]
@@ -527,15 +538,15 @@ class Denoiser:
             token = steered
             logp[changed], conf[changed], score[changed] = judge_tokens(logp_all[i], sampling_dist(logp_all[i], schedule),
                                                                         token[changed], schedule)
+        first = candidates if self.drafts is None else candidates & self.frontier()  # (the rest: after drafts)
         refused = candidates & ~allowed
-        if refused.any():
-            rescue(constraint, state, candidates, allowed, logp_all, (token, logp, conf))
+        if refused.any():  # (a row's frontier is judged as without drafts: its slot alone)
+            rescue(constraint, state, candidates, allowed, logp_all, (token, logp, conf), among=first)
         if schedule.policy == "left-to-right":  # the autoregressive-equivalent order in each hole, never past a refusal
             score = torch.where(candidates, -hole_rank(state.hole).float(), float("-inf"))
             allowed &= ~past_refusal(state.hole, refused)
         if schedule.pad_in_order:  # a fill may end only where everything before it is decided
             allowed &= (token != pad_id) | first_masked(state.hole, state.masked)
-        first = candidates if self.drafts is None else candidates & self.frontier()  # (the rest: after drafts)
         k = tokens_this_step(first.sum(1), self.steps_left)
         pick = choose(score, conf, allowed & first, k, schedule.threshold)
         stuck = first.any(1) & ~pick.any(1)  # nothing allowed in a row: take its best slot

@@ -572,15 +572,18 @@ class Engine:
                  ends: dict[tuple[int, int], int]) -> None:
         """End each hole whose left-to-right fill just ended a line and said all it will
         (Finisher.said_all): pad the rest of its window and note in ``ends`` [(row, hole)] how much
-        of its text to keep. A causal model seldom ends a fill by itself."""
+        of its text to keep. A causal model seldom ends a fill by itself. A step that committed
+        several slots (speculative steps) is judged slot by slot, in order: what came after the line
+        end that ends a fill is padded too."""
         for r, k in committed.nonzero().tolist():
-            if "\n" not in self.tokenizer.decode([int(state.ids[r, k])]):
-                continue
             h = int(state.hole[r, k])
-            text = self.decode_hole(state.ids[r], state.hole[r], h, prepared[r].heals[h])
+            if (r, h) in ends or "\n" not in self.tokenizer.decode([int(state.ids[r, k])]):
+                continue
+            upto = torch.where(torch.arange(state.ids.shape[1], device=state.ids.device) <= k, state.ids[r], self.model.mask_id)
+            text = self.decode_hole(upto, state.hole[r], h, prepared[r].heals[h])
             keep = finisher.said_all(r, prepared[r].request, h, text[: text.rfind("\n") + 1]) if "\n" in text else None
             if keep is not None:
-                rest = state.masked[r] & (state.hole[r] == h)
+                rest = (state.masked[r] | (torch.arange(state.ids.shape[1], device=state.ids.device) > k)) & (state.hole[r] == h)
                 state.ids[r, rest] = self.model.pad_id
                 state.masked[r, rest] = False
                 ends[(r, h)] = keep

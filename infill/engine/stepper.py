@@ -234,7 +234,10 @@ class Stepper:
             valid = torch.cat([_pad(s.den.valid[a], W, False) for s, a in zip(going, active)])
             self._active_key, self._active = key, (sub, pos, valid)
         sub, pos, valid = self._active
-        ids = torch.cat([_pad(s.den.fed_ids()[a], W, model.pad_id) for s, a in zip(going, active)])
+        # Speculative drafts share the step's spare slots in proportion to each request's rows.
+        total = max(1, len(key))
+        spare = max(0, going[0].den.schedule.lookahead_slots - total)
+        ids = torch.cat([_pad(s.den.fed_ids(spare * int(a.sum()) // total)[a], W, model.pad_id) for s, a in zip(going, active)])
         hidden = model.window_hidden(ids, pos, valid, sub)
         picked, parts, at = [], [], 0
         for s, a in zip(going, active):
