@@ -341,3 +341,22 @@ def test_model_card_summarises_a_registry_manifest(world: dict) -> None:
     assert "| go | 1 |" in lines and "| tsx | 1 |" in lines
     assert "| pypi | 3 | 1 |" in lines  # kept, excluded
     assert "MIT (" in lines
+
+
+def test_per_source_counts_and_retrying_skipped_packages(world: dict) -> None:
+    manifest = _run(world, LocalFetcher(world["resources"]), source_packages={"pypi": 1})
+    assert manifest["lists"]["pypi"]["names"] == ["mitpy"] and len(manifest["lists"]["npm"]["names"]) == 2
+    again = LocalFetcher(world["resources"])
+    _run(world, again, retry_skipped=True)  # all of pypi now; the skipped packages again
+    assert "https://files.test/gplpy-1.0.tar.gz" in again.requests  # new on the longer list
+    assert "https://registry.npmjs.org/closed/latest" in again.requests  # recorded as skipped: fetched again
+    assert "https://files.test/mitpy-1.0.tar.gz" not in again.requests  # kept before: not fetched again
+
+
+def test_read_archive_paths() -> None:
+    from infill.train.registry.files import read_archive
+
+    data = tarball({"./pkg/.github/ci.py": "a = 1\n", "./pkg/src/m.py": "b = 2\n", "/etc/passwd.py": "x\n",
+                    "pkg/../../evil.py": "y\n", "./pkg/big.py": "z" * 50})
+    files, too_large = read_archive(data, lambda p: p.endswith(".py"), max_member_bytes=40)
+    assert files == {".github/ci.py": b"a = 1\n", "src/m.py": b"b = 2\n"} and too_large == 1

@@ -42,8 +42,8 @@ log = logging.getLogger(__name__)
 STDLIB_NAME = "python-stdlib"
 
 # SPDX ids (lower-cased) we accept: permissive licenses that allow training on the code and
-# redistributing a derived model. MPL-2.0 is file-level copyleft; a model is not a
-# modification of the covered files, so it is accepted.
+# redistributing a derived model (BlueOak-1.0.0 is the permissive Blue Oak Model License). MPL-2.0
+# is file-level copyleft; a model is not a modification of the covered files, so it is accepted.
 PERMISSIVE_SPDX = frozenset(
     s.lower()
     for s in (
@@ -51,7 +51,7 @@ PERMISSIVE_SPDX = frozenset(
         "BSD-4-Clause", "0BSD", "BSD", "Apache-2.0", "Apache-1.1", "PSF-2.0", "Python-2.0",
         "Python-2.0.1", "CNRI-Python", "ISC", "MPL-2.0", "Unlicense", "Zlib", "zlib-acknowledgement",
         "HPND", "CC0-1.0", "BSL-1.0", "NCSA", "PostgreSQL", "UPL-1.0", "WTFPL", "PSF",
-        "Public-Domain",
+        "Public-Domain", "BlueOak-1.0.0",
     )
 )
 COPYLEFT_RE = re.compile(

@@ -8,8 +8,8 @@ Stages, each safe to interrupt:
 2. Fetching: packages are taken round-robin across the sources (so every language advances
    together), ``--jobs`` at a time. Each finished package -- its kept files, or the reason it
    was skipped -- is written atomically to ``STATE/records/<source>/<name>.json.gz``; a rerun
-   skips packages that have a record. A network failure writes no record (the next run retries
-   it). New packages stop being started once the kept bytes reach ``--max-bytes``.
+   skips packages that have a record (``--retry-skipped``: except those recorded as skipped,
+   after a rule change). A network failure writes no record (the next run retries it). New packages stop being started once the kept bytes reach ``--max-bytes``.
 3. Assembly: the records, in the listing's round-robin order, are deduplicated exactly and
    near-exactly (``dedup``), split into train and validation by package
    (``corpus.choose_valid``) and written as ``train.jsonl`` / ``valid.jsonl`` (one row per file:
@@ -56,8 +56,10 @@ class FetchConfig:
     state_dir: Path | None = None  # None: OUT/state
     languages: tuple[str, ...] = ()  # () : every language of grammars/languages.toml
     packages_per_source: int = 50
+    source_packages: dict[str, int] = field(default_factory=dict)  # per-source overrides of packages_per_source
     max_bytes: int | None = None  # stop starting new packages once this many source bytes are kept
     jobs: int = 4
+    retry_skipped: bool = False  # fetch again the packages recorded as skipped (after a rule change)
     max_archive_bytes: int = 40_000_000
     near_threshold: float = 0.85
     num_perm: int = 128
@@ -66,6 +68,10 @@ class FetchConfig:
     debian_mirror: str = debian.MIRROR
     debian_suite: str = debian.SUITE
     corpus: CorpusConfig = field(default_factory=lambda: CorpusConfig(include_stdlib=False, include_site_packages=False))
+
+    def count(self, source: str) -> int:
+        """How many packages ``source`` lists."""
+        return self.source_packages.get(source, self.packages_per_source)
 
     @property
     def state(self) -> Path:
@@ -92,14 +98,14 @@ def listing(cfg: FetchConfig, sources: list[Source], ctx: FetchContext) -> dict[
     saved = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     changed = False
     for s in sources:
-        if s.name in saved and len(saved[s.name]["names"]) >= cfg.packages_per_source:
+        if s.name in saved and len(saved[s.name]["names"]) >= cfg.count(s.name):
             continue
-        refs = s.listing(ctx, cfg.packages_per_source)
+        refs = s.listing(ctx, cfg.count(s.name))
         saved[s.name] = {"origin": s.origin, "names": [r.name for r in refs]}
         changed = True
     if changed:
         _write_json(path, saved)
-    return {s.name: {**saved[s.name], "names": saved[s.name]["names"][: cfg.packages_per_source]} for s in sources}
+    return {s.name: {**saved[s.name], "names": saved[s.name]["names"][: cfg.count(s.name)]} for s in sources}
 
 
 def round_robin(lists: dict[str, dict]) -> list[PackageRef]:
@@ -134,7 +140,7 @@ def fetch_all(cfg: FetchConfig, sources: list[Source], refs: list[PackageRef], c
     counts = {"done before": 0, "fetched": 0, "failed (retry later)": 0, "not started (byte budget)": 0}
     for ref in refs:
         rec = load_record(record_path(cfg.state, ref))
-        if rec is None:
+        if rec is None or (cfg.retry_skipped and rec.reason):
             todo.append(ref)
         else:
             counts["done before"] += 1
@@ -250,6 +256,7 @@ def assemble(cfg: FetchConfig, lists: dict[str, dict], refs: list[PackageRef], c
         "date": _dt.date.today().isoformat(),
         "config": {
             "languages": sorted(cfg.languages or known_languages()), "packages_per_source": cfg.packages_per_source,
+            "source_packages": cfg.source_packages,
             "max_bytes": cfg.max_bytes, "max_archive_bytes": cfg.max_archive_bytes,
             "max_file_bytes": cfg.corpus.max_file_bytes, "max_line_chars": cfg.corpus.max_line_chars,
             "near_threshold": cfg.near_threshold, "num_perm": cfg.num_perm, "valid_fraction": cfg.valid_fraction,
@@ -306,7 +313,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"languages to keep (default: all of {', '.join(known_languages())})")
     p.add_argument("--packages-per-source", type=int, default=50, metavar="N",
                    help="packages listed per source (pypi, npm, and each debian-<language>); default 50")
+    p.add_argument("--source-packages", nargs="+", default=[], metavar="SOURCE=N",
+                   help="a different count for some sources, e.g. npm=400 debian-rust=300")
     p.add_argument("--max-bytes", type=float, metavar="N", help="start no new package once N bytes of source are kept (e.g. 1.2e9)")
+    p.add_argument("--retry-skipped", action="store_true",
+                   help="fetch again the packages recorded as skipped (after the licence or filter rules changed)")
     p.add_argument("--jobs", type=int, default=4, help="packages fetched at once (default 4)")
     p.add_argument("--max-archive-mb", type=float, default=40, help="skip packages whose archives are larger (default 40 MB)")
     p.add_argument("--near-threshold", type=float, default=0.85, help="Jaccard similarity of a near duplicate (default 0.85)")
@@ -316,10 +327,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debian-mirror", default=debian.MIRROR)
 
 
+def _source_counts(pairs: list[str]) -> dict[str, int]:
+    out = {}
+    for pair in pairs:
+        name, sep, n = pair.partition("=")
+        if not sep or not n.isdigit():
+            raise InputError(f"--source-packages wants SOURCE=N, got {pair!r}")
+        out[name] = int(n)
+    return out
+
+
 def main(a: argparse.Namespace) -> int:
     cfg = FetchConfig(
+        source_packages=_source_counts(a.source_packages),
         out=a.out, state_dir=a.state, languages=tuple(a.languages), packages_per_source=a.packages_per_source,
-        max_bytes=int(a.max_bytes) if a.max_bytes else None, jobs=a.jobs, max_archive_bytes=int(a.max_archive_mb * 1e6),
+        max_bytes=int(a.max_bytes) if a.max_bytes else None, jobs=a.jobs, retry_skipped=a.retry_skipped, max_archive_bytes=int(a.max_archive_mb * 1e6),
         near_threshold=a.near_threshold, valid_fraction=a.valid_fraction, seed=a.seed,
         debian_mirror=a.debian_mirror, debian_suite=a.debian_suite,
     )

@@ -105,10 +105,10 @@ class BenchmarkGuard:
         return False
 
 
-def _strip_top(names: list[str]) -> int:
-    """How many leading path components every name shares as a single top directory (0 or 1)."""
-    tops = {n.split("/", 1)[0] for n in names}
-    return 1 if len(tops) == 1 and all("/" in n for n in names) else 0
+def _parts(name: str) -> list[str] | None:
+    """A member name's path components; None for one that would escape the archive."""
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    return None if name.startswith("/") or ".." in parts or not parts else parts
 
 
 def read_archive(data: bytes, want: Callable[[str], bool], max_member_bytes: int) -> tuple[dict[str, bytes], int]:
@@ -117,43 +117,32 @@ def read_archive(data: bytes, want: Callable[[str], bool], max_member_bytes: int
     Paths are '/'-separated, relative to the archive's single top directory when it has one;
     members that would escape it (absolute, '..') are ignored.
     """
-    out: dict[str, bytes] = {}
-    too_large = 0
     if data[:4] == b"PK\x03\x04":
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            infos = [i for i in zf.infolist() if not i.is_dir()]
-            strip = _strip_top([i.filename for i in infos])
-            for info in infos:
-                rel = _relative(info.filename, strip)
-                if rel is None or not want(rel):
-                    continue
-                if info.file_size > max_member_bytes:
-                    too_large += 1
-                    continue
-                out[rel] = zf.read(info)
-        return out, too_large
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tf:
-        members = [m for m in tf.getmembers() if m.isfile()]
-        strip = _strip_top([m.name.lstrip("./") or m.name for m in members])
-        for m in members:
-            rel = _relative(m.name.lstrip("./") if m.name.startswith("./") else m.name, strip)
-            if rel is None or not want(rel):
+        zf = zipfile.ZipFile(io.BytesIO(data))
+        members = [(i.filename, i.file_size, i) for i in zf.infolist() if not i.is_dir()]
+        read = zf.read
+    else:
+        zf = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")
+        members = [(m.name, m.size, m) for m in zf.getmembers() if m.isfile()]
+
+        def read(m):
+            fh = zf.extractfile(m)
+            return fh.read() if fh is not None else b""
+    with zf:
+        named = [(parts, size, m) for name, size, m in members if (parts := _parts(name))]
+        tops = {parts[0] for parts, _, _ in named}
+        strip = 1 if len(tops) == 1 and all(len(parts) > 1 for parts, _, _ in named) else 0
+        out: dict[str, bytes] = {}
+        too_large = 0
+        for parts, size, m in named:
+            rel = "/".join(parts[strip:])
+            if not want(rel):
                 continue
-            if m.size > max_member_bytes:
+            if size > max_member_bytes:
                 too_large += 1
                 continue
-            fh = tf.extractfile(m)
-            if fh is not None:
-                out[rel] = fh.read()
+            out[rel] = read(m)
     return out, too_large
-
-
-def _relative(name: str, strip: int) -> str | None:
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    if name.startswith("/") or ".." in parts:
-        return None
-    parts = parts[strip:]
-    return "/".join(parts) if parts else None
 
 
 def is_candidate(path: str, languages: frozenset[str]) -> bool:

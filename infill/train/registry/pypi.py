@@ -1,4 +1,4 @@
-"""Python (and any C/C++ of its extensions) from PyPI source distributions.
+"""Python (and the C, C++ and Rust of its extension modules) from PyPI source distributions.
 
 The packages are the first N of ``lists/pypi.txt`` (most downloaded first). For each: the JSON
 API names the latest version's sdist, which is downloaded (tar.gz or zip) and read in memory.
@@ -27,7 +27,7 @@ API = "https://pypi.org/pypi/{name}/json"
 class PyPI(ListedSource):
     name = "pypi"
     list_file = "pypi.txt"
-    languages = frozenset({"python", "c", "cpp"})
+    languages = frozenset({"python", "c", "cpp", "rust"})  # maturin / setuptools-rust sdists carry their crates
 
     def fetch(self, ref: PackageRef, ctx: FetchContext) -> Record:
         api = API.format(name=urllib.parse.quote(ref.name))
