@@ -151,6 +151,11 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train a model (see infill train --help)", add_help=True)
     _add_delegated(train, "infill.train.loop", wanted=words[:1] == ["train"], model_options=False)
     train.set_defaults(verbose=1)  # training is long: show its progress unless -q
+    corpus = sub.add_parser("corpus", help="training corpora")
+    corpus_sub = corpus.add_subparsers(dest="corpus_command", metavar="WHAT", required=True)
+    fetch = corpus_sub.add_parser("fetch", help="a many-language corpus from PyPI, npm and Debian sources (resumable)")
+    _add_delegated(fetch, "infill.train.registry.build", wanted=words[:2] == ["corpus", "fetch"], model_options=False)
+    fetch.set_defaults(verbose=1)  # long: show progress unless -q
     bench = sub.add_parser("bench", help="benchmarks")
     bench_sub = bench.add_subparsers(dest="bench_command", metavar="BENCHMARK", required=True)
     quality = bench_sub.add_parser("quality", help="HumanEval-Infilling quality (pass@1, exact match)")

@@ -63,6 +63,49 @@ def _reproduce(t: dict) -> str:
     return ", then ".join(cmds)
 
 
+def corpus_section(manifest: dict) -> list[str]:
+    """The card's corpus lines: for a registry corpus (``infill corpus fetch``) the totals per
+    language and per source and the licences; for the installed-packages corpus every package."""
+    totals = manifest.get("totals", {})
+    if manifest.get("kind") == "registries":
+        out = [
+            f"Source files from package registries (built {manifest.get('date')} by `infill corpus fetch`):",
+            f"{totals.get('packages')} packages, {totals.get('files')} files, {totals.get('bytes', 0) / 1e6:.0f} MB after",
+            "permissive-licence filtering (each package's own metadata, licence file or debian/copyright), file filters",
+            f"and exact plus near-duplicate removal (MinHash, Jaccard >= {manifest.get('config', {}).get('near_threshold')}).",
+            "Validation is held out by package. No benchmark data. Every package, its version, licence and",
+            "where the licence was read are listed in the corpus's manifest.json.",
+            "",
+            _row("language", "files", "MB"),
+            _row("---", "---", "---"),
+        ]
+        for lang, t in totals.get("languages", {}).items():
+            out.append(_row(lang, t["files"], f"{t['bytes'] / 1e6:.1f}"))
+        out += ["", _row("source", "packages", "excluded", "MB"), _row("---", "---", "---", "---")]
+        for src, t in totals.get("sources", {}).items():
+            out.append(_row(src, t.get("packages", 0), t.get("excluded", 0), f"{t.get('bytes', 0) / 1e6:.1f}"))
+        counts: dict[str, int] = {}
+        for p in manifest.get("packages", []):
+            counts[p["license"]] = counts.get(p["license"], 0) + 1
+        top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:12]
+        out += ["", "Licences (packages): " + ", ".join(f"{lic} ({n})" for lic, n in top)
+                + (", ..." if len(counts) > len(top) else "") + "."]
+        return out
+    out = [
+        f"Python source installed on the training machine (Python {manifest.get('python')}, built {manifest.get('date')}):",
+        f"{totals.get('files')} files, {totals.get('bytes', 0) / 1e6:.0f} MB after license filtering and",
+        "deduplication by content. Validation is held out by package. No benchmark data.",
+        "",
+        _row("package", "version", "license", "files", "split"),
+        _row("---", "---", "---", "---", "---"),
+    ]
+    for p in manifest.get("packages", []):
+        out.append(_row(p["name"], p["version"], p["license"], p["files"], p["split"]))
+    if manifest.get("excluded"):
+        out += ["", "Excluded: " + "; ".join(f"{e['name']} ({e['reason']})" for e in manifest["excluded"]) + "."]
+    return out
+
+
 def render(model_dir: Path, manifest: dict, quality: list[dict] = (), notes: str = "") -> str:
     data = json.loads((Path(model_dir) / "config.json").read_text())
     m, t = data["model"], data.get("training", {})
@@ -111,19 +154,7 @@ def render(model_dir: Path, manifest: dict, quality: list[dict] = (), notes: str
         "## Corpus",
         "",
     ]
-    totals = manifest.get("totals", {})
-    out += [
-        f"Python source installed on the training machine (Python {manifest.get('python')}, built {manifest.get('date')}):",
-        f"{totals.get('files')} files, {totals.get('bytes', 0) / 1e6:.0f} MB after license filtering and",
-        "deduplication by content. Validation is held out by package. No benchmark data.",
-        "",
-        _row("package", "version", "license", "files", "split"),
-        _row("---", "---", "---", "---", "---"),
-    ]
-    for p in manifest.get("packages", []):
-        out.append(_row(p["name"], p["version"], p["license"], p["files"], p["split"]))
-    if manifest.get("excluded"):
-        out += ["", "Excluded: " + "; ".join(f"{e['name']} ({e['reason']})" for e in manifest["excluded"]) + "."]
+    out += corpus_section(manifest)
     out += ["", "## Evaluation", ""]
     if quality:
         out += [
