@@ -6,6 +6,8 @@ from dataclasses import replace
 import pytest
 import torch
 
+from infill.model.seam import Capabilities
+
 from infill.syntax.constraint import RequestCheck, SyntaxConstraint, for_chunk, is_clean, is_valid
 from infill.syntax.languages import grammar
 from infill.model.network import BoundContext
@@ -449,6 +451,7 @@ class Planted:
 
     def __init__(self):
         self.mask_id, self.pad_id = MASK, PAD  # what the sampler reads of the seam, besides its two methods
+        self.capabilities = Capabilities(exact_segment_cache=True)
         self.calls = 0
 
     def logits(self, h):
