@@ -67,8 +67,9 @@ class Schedule:
     # ``drafter``) are run at a greedy row's frontier slot and after it, so that one model call can commit the
     # slots whose predecessors were guessed right (the fill is the same as without drafts, but where a step budget
     # ends it: a speculative step may have committed more by then)
-    lookahead_slots: int = 16  # slots a speculative step runs in all, at most (a row's own slot included): past a few
-    # rows a step's cost grows with its slots (on a CPU), so a big batch speculates less, or not at all
+    lookahead_slots: int = 6  # slots a speculative step runs in all, at most (a row's own slot included): past a few
+    # rows a step's cost grows with its slots (the 2-core CPU's int8 products: flat to about 4 rows, then in
+    # proportion), so a lone request speculates and a batch of several does not (measured: BENCHMARKS.md)
 
 
 @dataclass
