@@ -298,6 +298,14 @@ def summarize_phase(records: list[dict]) -> dict:
     return out
 
 
+def counting_tokenizer(model_dir: Path):
+    """The model's own tokenizer (any model's tokenizer files, without its weights), only to count
+    tokens as the model does."""
+    from infill.model.hf.tokenizer import HFTokenizer, load_hf_tokenizer
+
+    return HFTokenizer(load_hf_tokenizer(model_dir), pad_id=-1, mask_id=-1, eos_id=-1)
+
+
 def server_command(model_dir: Path | None, device: str, threads: int | None, log_file: Path | None,
                    precision: str = "auto", lookahead: int | None = None) -> list[str]:
     cmd = [sys.executable, "-m", "infill.lsp", "--device", device, "--precision", precision]
@@ -439,7 +447,6 @@ def run_keystrokes(model_dir: Path | str | None = None, *, documents: int | Sequ
     ``documents``: one phase per value, in order, in the same server session (e.g. ``(1, 8)``).
     """
     from infill.engine.fill import DEFAULT_MODEL_DIR
-    from infill.model.hf.tokenizer import HFTokenizer, load_hf_tokenizer
 
     phases = [documents] if isinstance(documents, int) else list(documents)
     if not phases or any(n < 1 for n in phases):
@@ -449,8 +456,7 @@ def run_keystrokes(model_dir: Path | str | None = None, *, documents: int | Sequ
     resolved = Path(model_dir).expanduser() if model_dir is not None else DEFAULT_MODEL_DIR
     if not resolved.is_dir():
         raise InputError(f"model directory {resolved} does not exist")
-    # Only to count tokens as the model does: any model's tokenizer files, without its weights.
-    tokenizer = HFTokenizer(load_hf_tokenizer(resolved), pad_id=-1, mask_id=-1, eos_id=-1)
+    tokenizer = counting_tokenizer(resolved)
     out = Path(out_dir) if out_dir else DEFAULT_OUT_ROOT / f"lsp-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
     init_options: dict = {"maxTokens": max_tokens, "debounceMs": debounce_ms, "device": device}

@@ -132,10 +132,8 @@ def run_lsp_comparison(model_dir, editors: int, *, keystrokes: int, context_toke
     """``editors`` separate ``infill lsp`` processes, one typist each, all at once."""
     from infill.bench import keystrokes as ks
     from infill.engine.fill import DEFAULT_MODEL_DIR
-    from infill.model.tokenizer import Tokenizer
-
     resolved = Path(model_dir) if model_dir else DEFAULT_MODEL_DIR
-    tokenizer = Tokenizer.from_file(resolved / "tokenizer.json")
+    tokenizer = ks.counting_tokenizer(resolved)
     init = {"maxTokens": max_tokens, "debounceMs": 0, "device": device}
 
     async def all_sessions():
@@ -207,11 +205,9 @@ def plot(summary: dict, path: Path) -> None:
 def run(args: argparse.Namespace) -> dict:
     from infill.bench import keystrokes as ks
     from infill.engine.fill import DEFAULT_MODEL_DIR
-    from infill.model.tokenizer import Tokenizer
-
     editors = args.editors
     resolved = Path(args.model) if args.model else DEFAULT_MODEL_DIR
-    tokenizer = Tokenizer.from_file(resolved / "tokenizer.json")
+    tokenizer = ks.counting_tokenizer(resolved)
     out = Path(args.out) if args.out else DEFAULT_OUT_ROOT / f"serve-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "infill.cli", "serve", "--port", "0", "--device", args.device,
