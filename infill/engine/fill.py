@@ -575,15 +575,16 @@ class Engine:
         of its text to keep. A causal model seldom ends a fill by itself. A step that committed
         several slots (speculative steps) is judged slot by slot, in order: what came after the line
         end that ends a fill is padded too."""
+        slot = torch.arange(state.ids.shape[1], device=state.ids.device)
         for r, k in committed.nonzero().tolist():
             h = int(state.hole[r, k])
             if (r, h) in ends or "\n" not in self.tokenizer.decode([int(state.ids[r, k])]):
                 continue
-            upto = torch.where(torch.arange(state.ids.shape[1], device=state.ids.device) <= k, state.ids[r], self.model.mask_id)
+            upto = torch.where(slot <= k, state.ids[r], self.model.mask_id)
             text = self.decode_hole(upto, state.hole[r], h, prepared[r].heals[h])
             keep = finisher.said_all(r, prepared[r].request, h, text[: text.rfind("\n") + 1]) if "\n" in text else None
             if keep is not None:
-                rest = (state.masked[r] | (torch.arange(state.ids.shape[1], device=state.ids.device) > k)) & (state.hole[r] == h)
+                rest = (state.masked[r] | (slot > k)) & (state.hole[r] == h)
                 state.ids[r, rest] = self.model.pad_id
                 state.masked[r, rest] = False
                 ends[(r, h)] = keep

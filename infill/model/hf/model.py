@@ -470,7 +470,8 @@ class HFDiffusionModel(nn.Module):
         """Keys [kvH, n, D] rotated at their positions, moved ``by`` [n] positions (rotations compose)."""
         inv = self.backbone.rotary_emb.inv_freq.to(k.device, torch.float32)
         angle = by.to(k.device, torch.float32)[:, None] * inv[None]
-        cos, sin = torch.cat([angle, angle], -1).cos(), torch.cat([angle, angle], -1).sin()
+        angle = torch.cat([angle, angle], -1)
+        cos, sin = angle.cos(), angle.sin()
         half = k.shape[-1] // 2
         kf = k.float()
         rotated = torch.cat([-kf[..., half:], kf[..., :half]], dim=-1)
