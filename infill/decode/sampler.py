@@ -494,7 +494,7 @@ class Denoiser:
                 taken[r, k] = True
         return taken
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def advance(self, logits: torch.Tensor) -> Step:
         """One step from ``logits`` [n, V] of the n live slots (row-major); commits in place."""
         state, schedule, constraint = self.state, self.schedule, self.constraint
@@ -576,7 +576,7 @@ class Denoiser:
         return Step(self.step, state.ids.clone(), state.masked.clone(), state.logprob.clone(), pick, not state.masked.any())
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def denoise_steps(
     model: DiffusionModel,
     ctx: Bound,

@@ -343,6 +343,7 @@ class Engine:
         return self.fill_batch([request], cancel=cancel, on_draft=on_draft, constraint=constraint)[0]
 
     @gc_paused()
+    @torch.inference_mode()
     def fill_batch(
         self,
         requests: list[FillRequest],

@@ -104,6 +104,7 @@ class Stepper:
 
     # -- joining and leaving ------------------------------------------------------------------
 
+    @torch.inference_mode()
     def add(self, request: FillRequest, cancel: CancelFlag | None = None,
             on_draft: Callable[[Draft], None] | None = None, draft_every: int = 0) -> Slot:
         """A slot for ``request``; its rows join the batch at the next step. Raises RequestError."""
@@ -161,7 +162,7 @@ class Stepper:
 
     # -- one step -----------------------------------------------------------------------------
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def step(self) -> list[Slot]:
         """Advance every live slot one denoising step (one model call in all); the slots that
         finished or failed in it (removed from the live set; their ``result`` or ``error`` set)."""

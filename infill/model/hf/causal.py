@@ -54,6 +54,24 @@ class _Appending:
         return self.kv[0][0].shape[2]
 
 
+class _InPlace:
+    """A transformers cache over a fill's preallocated keys and values (per layer [R, kvH, K, D]):
+    each call's fresh ones are written at their places (``rows``, ``at``: where the queries that
+    ``real`` [R, M] marks go) and the whole buffers are read, so a step copies no cache."""
+
+    def __init__(self, kv: list[tuple[torch.Tensor, torch.Tensor]], real: torch.Tensor, rows: torch.Tensor, at: torch.Tensor):
+        self.kv, self.real, self.rows, self.at = kv, real, rows, at
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        k, v = self.kv[layer_idx]
+        k[self.rows, :, self.at] = key_states.transpose(1, 2)[self.real]
+        v[self.rows, :, self.at] = value_states.transpose(1, 2)[self.real]
+        return k, v
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        return self.kv[0][0].shape[2]
+
+
 @dataclass
 class _Row:
     """One row's encoded context: per layer keys and values [1, kvH, L, D], states [L, d]."""
@@ -198,21 +216,16 @@ class CausalLM(HFDiffusionModel):
         q_ok = new.gather(1, order)
         q_ids = torch.where(q_ok, ids.gather(1, order), self.pad_id)
         q_pos = pos.gather(1, order) + 1
-        key_ok = torch.cat([st.key_ok, st.fed, q_ok], dim=1)
-        key_pos = torch.cat([st.key_pos, q_pos], dim=1)
-        mask = additive_mask(key_ok, M, self.dtype, Lk + W, key_pos, q_pos)
-        cache = _Appending(st.kv)
-        h = self._run(q_ids, q_pos, mask, cache)
+        key_ok = torch.cat([st.key_ok, st.fed | new], dim=1)  # each new slot's own key is written in place
+        mask = additive_mask(key_ok, M, self.dtype, Lk + W, st.key_pos, q_pos)
         rows = torch.arange(R, device=ids.device)[:, None].expand(R, M)[q_ok]
         slots = order[q_ok]
-        for (k, v), (fk, fv) in zip(st.kv, cache.fresh):
-            k[rows, :, Lk + slots] = fk.transpose(1, 2)[q_ok]
-            v[rows, :, Lk + slots] = fv.transpose(1, 2)[q_ok]
+        h = self._run(q_ids, q_pos, mask, _InPlace(st.kv, q_ok, rows, Lk + slots))
         st.win_hidden[rows, slots] = h[q_ok]
         st.fed |= new
         st.fed_ids = torch.where(new, ids, st.fed_ids)
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def window_hidden(self, ids: torch.Tensor, pos: torch.Tensor, valid: torch.Tensor, ctx: CausalBound) -> torch.Tensor:
         if ctx.state is None:
             ctx.state = self._start(ctx, pos, valid)
@@ -232,7 +245,7 @@ class CausalLM(HFDiffusionModel):
 
     # -- scoring ---------------------------------------------------------------------------------
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def continuation_logprob(self, context: list[int], continuations: list[list[int]]) -> list[float]:
         """Per continuation, the summed log-probability of its tokens read after ``context`` (the
         checkpoint's own distribution: no vocabulary rules). The context's states come from the

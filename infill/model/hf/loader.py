@@ -27,13 +27,13 @@ from pathlib import Path
 import torch
 
 from infill.errors import ModelLoadError
-from infill.model.hf import families, int8
+from infill.model.hf import attention, families, int8
 from infill.model.hf.families import Family
 from infill.model.hf.tokenizer import HFTokenizer, load_hf_tokenizer, special_token_names
 
 log = logging.getLogger(__name__)
 
-ATTN_IMPLEMENTATION = "sdpa"  # "eager" works too (the mask is additive)
+ATTN_IMPLEMENTATION = attention.NAME  # sdpa, grouped for a few queries; "sdpa" or "eager" work too (the mask is additive)
 
 
 def _id_or_none(value):

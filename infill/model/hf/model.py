@@ -332,7 +332,7 @@ class HFDiffusionModel(nn.Module):
         out = self.backbone(input_ids=tokens, position_ids=positions, attention_mask=mask, cache=cache, use_cache=False)
         return out.last_hidden_state
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def full_hidden(self, ids, pos, valid, ctx: HFBound, record: bool = False):
         """States [R, N, d] of the whole layout (and, with ``record``, every layer's keys and values)."""
         tokens, positions, ok = self._layout(ids, pos, valid, ctx)
@@ -341,7 +341,7 @@ class HFDiffusionModel(nn.Module):
         h = self._run(tokens, positions, mask, cache)
         return h, tokens, positions, ok, cache
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def window_hidden(self, ids: torch.Tensor, pos: torch.Tensor, valid: torch.Tensor, ctx: HFBound) -> torch.Tensor:
         Lc, W = ctx.ids.shape[1], ids.shape[1]
         tokens, positions, ok = self._layout(ids, pos, valid, ctx)
@@ -500,14 +500,14 @@ class HFDiffusionModel(nn.Module):
 
     # -- logits --------------------------------------------------------------------------------
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         out = self.hf.lm_head(hidden.to(self.hf.lm_head.weight.device))
         if len(self._end_ids) > 1:  # pad takes the end tokens' probability
             out[..., self._pad_id] = torch.logsumexp(out[..., self._end_ids].float(), dim=-1).to(out.dtype)
         return out.masked_fill(self._banned.to(out.device), float("-inf"))
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def raw_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The head's logits as the checkpoint gives them (no vocabulary or special-token rules)."""
         return self.hf.lm_head(hidden)
