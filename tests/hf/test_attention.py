@@ -1,0 +1,41 @@
+"""The grouped few-query attention equals plain attention with repeated key/value heads."""
+
+import pytest
+import torch
+
+from infill.model.hf import attention
+
+
+def reference(q, k, v, mask, scale):
+    g = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+    p = torch.softmax(q @ k.transpose(-1, -2) * scale + mask, dim=-1)
+    return (p @ v).transpose(1, 2)
+
+
+@pytest.mark.parametrize("queries", [2, 5, 16])
+@pytest.mark.parametrize("heads,kv_heads", [(9, 3), (4, 1), (6, 2)])
+def test_grouped_equals_repeated_heads(queries, heads, kv_heads):
+    g = torch.Generator().manual_seed(queries * 31 + heads)
+    B, K, D = 2, 40, 16
+    q = torch.randn(B, heads, queries, D, generator=g)
+    k, v = torch.randn(B, kv_heads, K, D, generator=g), torch.randn(B, kv_heads, K, D, generator=g)
+    mask = torch.zeros(B, 1, queries, K)
+    mask.masked_fill_(torch.rand(B, 1, queries, K, generator=g) < 0.4, torch.finfo(torch.float32).min)
+    got = attention.grouped_attention(q, k, v, mask, D ** -0.5)
+    torch.testing.assert_close(got, reference(q, k, v, mask, D ** -0.5), rtol=1e-5, atol=1e-5)
+
+
+def test_the_registered_function_takes_few_queries_and_passes_the_rest_to_sdpa(monkeypatch):
+    calls = []
+    monkeypatch.setattr(attention, "sdpa_attention_forward", lambda *a, **kw: calls.append(a[1].shape[2]) or (None, None))
+
+    class Module:
+        num_key_value_groups, is_causal, training = 3, False, False
+
+    for Q in (1, 4, 17):
+        q, kv = torch.randn(1, 9, Q, 8), torch.randn(1, 3, 20, 8)
+        out, _ = attention.attention_forward(Module(), q, kv, kv, torch.zeros(1, 1, Q, 20), scaling=0.3)
+        if Q == 4:
+            torch.testing.assert_close(out, reference(q, kv, kv, torch.zeros(1, 1, Q, 20), 0.3), rtol=1e-5, atol=1e-5)
+    assert calls == [1, 17]
