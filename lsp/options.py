@@ -36,6 +36,9 @@ class Options:
     # 0 is the engine's default (a causal model: its greedy fill and draws, ranked by the text
     # after the cursor, about 1.8x the time). Filling <FILL> holes always gets the default.
     cursor_candidates: int = 1
+    # Streaming drafts (opt-in): while a ghost-text suggestion is being filled, its partly denoised
+    # fill every this many denoising steps, as infill/draft notifications (lsp/drafts.py); 0: none.
+    drafts: int = 0
 
     def model_key(self) -> tuple[str | None, str | None]:
         """What identifies the loaded model: changing it means loading another engine."""
@@ -49,6 +52,7 @@ _ALIASES = {
     "feedbackFile": "feedback_file",
     "minScore": "min_score",
     "cursorCandidates": "cursor_candidates",
+    "draftEvery": "drafts",
 }
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")  # infill/model/device.py: no mps
 
@@ -93,6 +97,8 @@ def _check(name: str, value: Any) -> Any:
         return _int(value, 1, MAX_TOKENS_LIMIT)
     if name == "cursor_candidates":
         return _int(value, 0, 16)
+    if name == "drafts":
+        return _int(value, 0, MAX_TOKENS_LIMIT)
     if name == "debounce_ms":
         return _int(value, 0, 10_000)
     if name in ("constrained", "retry"):

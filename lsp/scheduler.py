@@ -25,6 +25,12 @@ once cost a batch about twice one document's fill instead of eight times.
 A batch stops between steps only when every job in it is cancelled; a job cancelled while its
 batch runs gets Cancelled instead of its result. If the batch fails with an InfillError (a
 request the engine rejects), its jobs are retried one by one, so a bad request fails only itself.
+
+A fill may ask for drafts (``on_draft``: lsp/drafts.py): the engine streams those of its batch's
+first request only, so a job whose awaiters want drafts goes first in its batch (of several such
+jobs in one batch, the oldest gets them). Drafts reach ``on_draft`` on the event loop through a
+:class:`~infill.lsp.drafts.Relay`, never once the fill is cancelled, and never after ``fill``
+returned or raised.
 """
 
 from __future__ import annotations
@@ -42,7 +48,9 @@ from typing import Any, Callable, Hashable
 import msgspec
 
 from infill.errors import Cancelled, InfillError, ModelLoadError
-from infill.protocol import FillRequest, FillResult
+from infill.protocol import Draft, FillRequest, FillResult
+
+from infill.lsp.drafts import Relay
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +127,18 @@ class _Job:
     elastic: bool = False  # may do less work when it shares a batch (see lighten)
     future: Future = field(default_factory=Future)
     queued_at: float = field(default_factory=time.monotonic)
+    relays: list[Relay] = field(default_factory=list)  # its awaiters' drafts (requests sharing it add theirs)
+    draft_every: int = 1  # a draft every this many denoising steps (its first awaiter's)
+
+    @property
+    def drafting(self) -> bool:
+        """Whether an awaiter still wants this job's drafts."""
+        return any(r.live for r in self.relays)
+
+    def draft(self, draft: Draft) -> None:
+        """The engine's on_draft (in the worker): ``draft`` to every awaiter's relay."""
+        for relay in list(self.relays):
+            relay.push(draft)
 
 
 class _AllSet:
@@ -225,9 +245,13 @@ class Scheduler:
 
     async def fill(
         self, key: Hashable, request: FillRequest, *, debounce_s: float = 0.0, cache_key: Hashable | None = None,
-        elastic: bool = False,
+        elastic: bool = False, on_draft: Callable[[Draft], None] | None = None, draft_every: int = 1,
     ) -> FillResult:
         """The engine's result for ``request``; raises Cancelled if a newer fill took ``key``.
+
+        ``on_draft``: called on the event loop with the fill's drafts (every ``draft_every``
+        denoising steps) while it runs, until it is cancelled, and never once this returned or
+        raised. A cached result, or a job shared after its batch started, has none.
 
         An ``elastic`` fill does less work when it shares a batch with others (:func:`lighten`);
         such results are not cached (a quiet moment would fill the same text better).
@@ -241,6 +265,7 @@ class Scheduler:
         self.cancel(key)
         flag = threading.Event()
         self._flags[key] = flag
+        relay = Relay(asyncio.get_running_loop(), on_draft, flag.is_set) if on_draft is not None else None
         try:
             if debounce_s > 0:
                 await asyncio.sleep(debounce_s)
@@ -252,11 +277,14 @@ class Scheduler:
             shared = self._inflight.get(full_key) if full_key is not None else None
             if shared is not None and not shared.future.done() and not shared.flag.is_set():
                 shared.flag.flags.append(flag)
+                if relay is not None:
+                    shared.relays.append(relay)
                 result, _ = await asyncio.shield(_awaitable(shared.future))
                 if flag.is_set():
                     raise Cancelled("superseded by a newer request")
                 return result
-            job = _Job(key, request, _AllSet([flag]), elastic)
+            job = _Job(key, request, _AllSet([flag]), elastic, relays=[relay] if relay is not None else [],
+                       draft_every=max(1, draft_every))
             if full_key is not None:
                 self._inflight[full_key] = job
             with self._queued:
@@ -279,6 +307,8 @@ class Scheduler:
             flag.set()
             raise
         finally:
+            if relay is not None:  # before the caller resumes: no draft after the result
+                relay.close()
             if self._flags.get(key) is flag:
                 del self._flags[key]
 
@@ -338,9 +368,10 @@ class Scheduler:
                 for j in jobs]
 
     def _run_batch(self, jobs: list[_Job]) -> None:
+        jobs.sort(key=lambda j: not j.drafting)  # stable: the oldest job that wants drafts first
         requests = self._batch_requests(jobs)
         try:
-            results = self._fill(requests, _AllSet([j.flag for j in jobs]))
+            results = self._fill(requests, _AllSet([j.flag for j in jobs]), jobs[0])
         except BaseException as e:  # noqa: BLE001 - delivered to the jobs' awaiters
             if isinstance(e, InfillError) and not isinstance(e, Cancelled) and len(jobs) > 1:
                 log.info("a batch of %d fills failed (%s); filling them one by one", len(jobs), e)
@@ -360,16 +391,19 @@ class Scheduler:
         try:
             if job.flag.is_set():
                 raise Cancelled("cancelled before it started")
-            job.future.set_result((self._fill([job.request], job.flag)[0], False))
+            job.future.set_result((self._fill([job.request], job.flag, job)[0], False))
         except BaseException as e:  # noqa: BLE001 - delivered to the job's awaiter
             job.future.set_exception(e)
 
-    def _fill(self, requests: list[FillRequest], cancel: Any) -> list[FillResult]:
+    def _fill(self, requests: list[FillRequest], cancel: Any, first: _Job) -> list[FillResult]:
+        """The engine's results; ``first``: the job of ``requests[0]``, whose drafts it streams."""
         if self._engine is None:
             if self._load_error is not None:
                 raise ModelLoadError(f"the model could not be loaded: {self._load_error}")
             self._load(self._engine_key)
-        return self._engine.fill_batch(requests, cancel=cancel)
+        if not first.drafting:
+            return self._engine.fill_batch(requests, cancel=cancel)
+        return self._engine.fill_batch(requests, cancel=cancel, on_draft=first.draft, drafts=first.draft_every)
 
     def shutdown(self) -> None:
         self.cancel_all()

@@ -8,7 +8,9 @@ Handlers are thin: they read the document at the cursor (``documents``), await t
   inline completion;
 - ``textDocument/codeAction`` + the command ``infill.fillHoles``: every ``<FILL>`` / ``<FILL:N>``
   hole in the document (or the selection) filled jointly in one request, as one WorkspaceEdit;
-- the command ``infill.recordFeedback``: local acceptance statistics (``feedback``).
+- the command ``infill.recordFeedback``: local acceptance statistics (``feedback``);
+- streaming drafts (opt-in, the ``drafts`` option): ``infill/draft`` notifications with the
+  partly denoised ghost text while it is filled (``drafts``).
 
 Errors a user can cause (a missing model, a bad position) give an empty result and a
 ``window/logMessage``; bad options give a ``window/showMessage`` and the defaults.
@@ -32,6 +34,7 @@ from infill.errors import Cancelled, InfillError
 from infill.protocol import FillRequest, FillResult, Hole, SamplingOptions
 
 from infill.lsp import documents, feedback
+from infill.lsp.drafts import CursorDrafts
 from infill.lsp.options import Options, parse_options
 from infill.lsp.rpc import InfillProtocol
 from infill.lsp.scheduler import Scheduler
@@ -141,6 +144,13 @@ def trim_trailing_blank_line(fill: str, rest_of_line: str) -> str:
     return head if not last.strip() else fill
 
 
+def cursor_text(prepared: documents.Prepared, fill: str, text: str, offset: int) -> str:
+    """A fill of the hole at ``offset`` in ``text`` as the suggestion shows it: in the document's
+    line endings, without a whitespace-only last line (a final fill and its drafts alike)."""
+    line_end = text.find("\n", offset)
+    return trim_trailing_blank_line(prepared.fill_text(fill), text[offset:] if line_end < 0 else text[offset:line_end])
+
+
 def load_engine(key: tuple[str | None, str], **settings):
     """The engine for (model directory or None for the bundled one, device), with EngineConfig's
     ``settings`` (precision, threads, cache mode, ...). Runs in the worker."""
@@ -170,6 +180,7 @@ class InfillServer(LanguageServer):
         self._refused: set[str] = set()  # languages already told (once per session) that they get no fills
         self.offered: dict[tuple[str, str], tuple[str, int, str]] = {}  # per document and kind of request, the last
         # suggestion at the cursor (the text it was for, the cursor's offset, the fill shown): typing it on needs no fill
+        self._draft_ids = itertools.count(1)  # each ghost-text fill that streams drafts: its infill/draft "id"
 
     # -- messages to the user ---------------------------------------------------------------
 
@@ -301,10 +312,12 @@ class InfillServer(LanguageServer):
         return doc if self.serves(doc.language_id) else None
 
     async def run_fill(self, key, request: FillRequest, *, debounce_s: float = 0.0, cache_key=None,
-                       elastic: bool = False) -> FillResult | None:
-        """The worker's result, or None (cancelled, superseded, or failed: the reason is logged)."""
+                       elastic: bool = False, on_draft=None) -> FillResult | None:
+        """The worker's result, or None (cancelled, superseded, or failed: the reason is logged).
+        ``on_draft``: the fill's drafts, every ``drafts`` option steps (Scheduler.fill)."""
         try:
-            return await self.scheduler.fill(key, request, debounce_s=debounce_s, cache_key=cache_key, elastic=elastic)
+            return await self.scheduler.fill(key, request, debounce_s=debounce_s, cache_key=cache_key, elastic=elastic,
+                                             on_draft=on_draft, draft_every=self.options.drafts)
         except Cancelled as e:
             log.debug("fill cancelled: %s", e)
         except InfillError as e:
@@ -338,8 +351,12 @@ class InfillServer(LanguageServer):
         request = FillRequest(text=prepared.text, holes=prepared.holes, language=doc.language_id,
                               options=self.sampling(cursor=True), path=uri)
         debounce = self.options.debounce_ms / 1000 if automatic else 0.0
+        on_draft = None
+        if kind == "inline" and self.options.drafts:  # ghost text that streams its drafts (infill/draft)
+            on_draft = CursorDrafts(self.protocol.notify, lambda fill: cursor_text(prepared, fill, text, offset),
+                                    next(self._draft_ids), uri, version, cursor)
         result = await self.run_fill((uri, "cursor", kind), request, debounce_s=debounce, elastic=True,
-                                     cache_key=documents.cache_key(prepared.text, prepared.holes[0]))
+                                     cache_key=documents.cache_key(prepared.text, prepared.holes[0]), on_draft=on_draft)
         if result is None:
             return None
         if doc.version != version or self.document(uri) is not doc or doc.source != text:
@@ -352,9 +369,7 @@ class InfillServer(LanguageServer):
         if floor is not None and result.fills[0].score < floor:  # a weak suggestion shown is worse than none
             log.debug("dropping a fill scored %.3f (< %.3f) at %s:%d", result.fills[0].score, floor, uri, position.line + 1)
             return None
-        line_end = text.find("\n", offset)
-        fill = trim_trailing_blank_line(prepared.fill_text(result.fills[0].text),
-                                        text[offset:] if line_end < 0 else text[offset:line_end])
+        fill = cursor_text(prepared, result.fills[0].text, text, offset)
         if not fill.strip():
             return None
         self.offered[(uri, kind)] = (text, offset, fill)

@@ -324,6 +324,22 @@ def test_no_retry_when_asked_for_none_under_a_deadline_or_unconstrained(tiny_eng
     assert len(rounds) == 1 and r.timings.rounds == 1
 
 
+def test_drafts_are_the_first_requests_alone_every_n_steps_as_text_for_its_hole(tiny_engine, monkeypatch):
+    """fill_batch's on_draft streams requests[0]'s drafts (as the engine client's does), every
+    ``drafts`` steps, each hole's text as the final fill gives it: without the line's indentation
+    that the engine moved into the hole (line_start_holes), which a model writes first."""
+    monkeypatch.setattr(tiny_engine, "config", EngineConfig(**{**tiny_engine.config.__dict__, "max_batch_slots": 1}))
+    decode_hole = tiny_engine.decode_hole  # (the tiny random model writes no indentation: this one does)
+    monkeypatch.setattr(tiny_engine, "decode_hole", lambda *a: "    " + decode_hole(*a))
+    options = SamplingOptions(steps=6, candidates=1, constrained=False, retry=False)
+    first = FillRequest(text="def f(x):\n    \n", holes=[Hole(14, 14, 6)], language="python", options=options)
+    other = FillRequest(text="y = ", holes=[Hole(4, 4, 6)], language="python", options=options)
+    drafts = []
+    tiny_engine.fill_batch([first, other], on_draft=drafts.append, drafts=2)  # one chunk each (max_batch_slots 1)
+    assert [d.step for d in drafts] == [2, 4, 6]
+    assert all(len(d.texts) == 1 and not d.texts[0][:1].isspace() for d in drafts), drafts
+
+
 def test_the_garbage_collector_is_paused_during_a_fill_and_restored_after(tiny_engine):
     seen = []
     request = FillRequest(text="def f(x):\n    return \n", holes=[Hole(20, 20, 8)], language="python")

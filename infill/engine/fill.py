@@ -31,7 +31,8 @@ from infill.model.device import resolve_device, resolve_dtype
 from infill.model.seam import DiffusionModel, Tokenizer
 from infill.protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
 from infill.engine.drafts import PromptLookup
-from infill.engine.finish import Finisher, as_result, join_scaffold, merge_retry, result_rank, stay_quiet, strict_request
+from infill.engine.finish import (Finisher, as_result, drop_indent, join_scaffold, merge_retry, result_rank, stay_quiet,
+                                  strict_request)
 from infill.decode.sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, denoise_steps
 from infill.syntax.hooks import Shape, hooks_for
 
@@ -339,8 +340,9 @@ class Engine:
         cancel: CancelFlag | None = None,
         on_draft: Callable[[Draft], None] | None = None,
         constraint: Constraint | None = None,
+        drafts: int = 1,
     ) -> FillResult:
-        return self.fill_batch([request], cancel=cancel, on_draft=on_draft, constraint=constraint)[0]
+        return self.fill_batch([request], cancel=cancel, on_draft=on_draft, constraint=constraint, drafts=drafts)[0]
 
     @gc_paused()
     @torch.inference_mode()
@@ -350,8 +352,13 @@ class Engine:
         cancel: CancelFlag | None = None,
         on_draft: Callable[[Draft], None] | None = None,
         constraint: Constraint | None = None,
+        drafts: int = 1,
     ) -> list[FillResult]:
         """Fill many requests, denoising them together in chunks of at most max_batch_slots.
+
+        ``on_draft`` gets the drafts of ``requests[0]`` alone (:meth:`draft`), every ``drafts``
+        denoising steps of its first round, in the worker's thread; none of the other requests'
+        (as the engine client's ``fill_batch``, infill/serve/client.py).
 
         A constrained request whose best candidate is still invalid gets one more round, left to
         right (finish.strict_request), with its language hooks' strict shape (at least closing the
@@ -374,7 +381,8 @@ class Engine:
             strict = hooks_for(request.language).strict(shape)
             prepared[i] = self.prepare(strict_request(request, strict), strict)
         results: list[FillResult | None] = [None] * len(requests)
-        self._fill_prepared(prepared, list(range(len(prepared))), results, cancel, on_draft, constraint)
+        drafting = (on_draft, max(1, drafts)) if on_draft is not None else None
+        self._fill_prepared(prepared, list(range(len(prepared))), results, cancel, drafting, constraint)
         again = [i for i, r in enumerate(results) if constraint is None and i not in work and needs_retry(prepared[i], r, cancel)]
         if again:
             retried: list[FillResult | None] = [None] * len(requests)
@@ -391,8 +399,9 @@ class Engine:
             results = [stay_quiet(r, res) for r, res in zip(requests, results)]
         return results  # type: ignore[return-value]
 
-    def _fill_prepared(self, prepared, members_of, results, cancel, on_draft, constraint) -> None:
-        """Fill prepared requests ``members_of`` (indices into ``prepared`` and ``results``) in chunks."""
+    def _fill_prepared(self, prepared, members_of, results, cancel, drafting, constraint) -> None:
+        """Fill prepared requests ``members_of`` (indices into ``prepared`` and ``results``) in chunks;
+        ``drafting`` (on_draft, every n steps) or None: the drafts of request 0, whose chunk alone gets it."""
         groups: dict[tuple, list[int]] = {}  # requests that can share one schedule
         for i in members_of:
             o = prepared[i].request.options
@@ -404,14 +413,18 @@ class Engine:
                 p = prepared[i]
                 need = sum(p.windows) * len(self.candidate_plan(p.request))
                 if chunk and slots + need > self.config.max_batch_slots:
-                    self._fill_chunk([prepared[j] for j in chunk], chunk, results, cancel, on_draft, constraint)
+                    self._fill_chunk([prepared[j] for j in chunk], chunk, results, cancel,
+                                     drafting if chunk[0] == 0 else None, constraint)
                     chunk, slots = [], 0
                 chunk.append(i)
                 slots += need
             if chunk:
-                self._fill_chunk([prepared[j] for j in chunk], chunk, results, cancel, on_draft, constraint)
+                self._fill_chunk([prepared[j] for j in chunk], chunk, results, cancel,
+                                 drafting if chunk[0] == 0 else None, constraint)
 
-    def _fill_chunk(self, prepared, indices, results, cancel, on_draft, constraint) -> None:
+    def _fill_chunk(self, prepared, indices, results, cancel, drafting, constraint) -> None:
+        """Fill one chunk of prepared requests; ``drafting`` (on_draft, every n steps): its first
+        request's drafts (:meth:`draft`)."""
         t_start = time.perf_counter()
         pad_id, mask_id = self.model.pad_id, self.model.mask_id
         dev = self.device
@@ -450,9 +463,8 @@ class Engine:
             if schedule.frontier:
                 self.end_said(state, step.committed, [prepared[ri] for ri in rows], finisher, ends)
             finished_at = torch.where((finished_at == 0) & ~state.masked.any(1).cpu(), step.step, finished_at)
-            if on_draft is not None:
-                texts = [self.decode_hole(step.ids[0], state.hole[0], h, b) for h, b in enumerate(prepared[0].heals)]
-                on_draft(Draft(step=step.step, texts=texts, masked=int(step.masked[0].sum())))
+            if drafting is not None and step.step % drafting[1] == 0:
+                drafting[0](self.draft(prepared[0], step, state.hole[0], step.step))
         denoise_ms = (time.perf_counter() - t0) * 1000
 
         # 4. Decode every row; finish it and keep each request's best candidate (infill/engine/finish.py).
@@ -611,6 +623,15 @@ class Engine:
             filled += n
             fills.append(Fill(text=self.text_of(tok[:n].tolist(), heal), score=float(lp.mean()) if len(lp) else 0.0))
         return fills, total / max(count, 1), filled
+
+    def draft(self, p: _Prepared, step, hole: torch.Tensor, number: int) -> Draft:
+        """Request ``p``'s draft after denoising step ``number``: each hole's text so far in the
+        step's row 0 (its first candidate; ``hole``: that row's slot holes), masks dropped, as text
+        for the request's own hole (without the indentation moved into it, :func:`drop_indent`),
+        and the slots still masked in that row."""
+        indents = p.indents or [""] * len(p.heals)
+        texts = [drop_indent(self.decode_hole(step.ids[0], hole, h, b), indents[h]) for h, b in enumerate(p.heals)]
+        return Draft(step=number, texts=texts, masked=int(step.masked[0].sum()))
 
     def decode_hole(self, ids: torch.Tensor, hole: torch.Tensor, h: int, heal: bytes = b"") -> str:
         """Text of hole h in one row so far: committed tokens up to the first pad, masks dropped."""

@@ -283,9 +283,7 @@ class Stepper:
     # -- finishing ----------------------------------------------------------------------------
 
     def _draft(self, slot: Slot, step) -> None:
-        engine, state = self.engine, slot.state
-        texts = [engine.decode_hole(step.ids[0], state.hole[0], h, b) for h, b in enumerate(slot.prepared.heals)]
-        slot.on_draft(Draft(step=slot.steps, texts=texts, masked=int(step.masked[0].sum())))
+        slot.on_draft(self.engine.draft(slot.prepared, step, slot.state.hole[0], slot.steps))
 
     def _end_round(self, slot: Slot) -> bool:
         """Finish the slot's round; True when the slot is done (its result set), False when a

@@ -33,7 +33,18 @@ end
 -- The ghost text Neovim 0.12's vim.lsp.inline_completion shows in this buffer (its lines joined
 -- with \n), or nil.
 function T.ghost()
-  local ns = vim.api.nvim_get_namespaces()['nvim.lsp.inline_completion']
+  return T.virtual_text('nvim.lsp.inline_completion')
+end
+
+-- The draft lsp/README.md's drafts handler shows in this buffer, or nil.
+function T.draft()
+  return T.virtual_text('infill.draft')
+end
+
+-- The virtual text of the first extmark of the namespace named `name` in this buffer (its lines
+-- joined with \n), or nil.
+function T.virtual_text(name)
+  local ns = vim.api.nvim_get_namespaces()[name]
   local mark = ns and vim.api.nvim_buf_get_extmarks(0, ns, 0, -1, { details = true })[1]
   if not mark then return nil end
   local lines = { mark[4].virt_text or {} }

@@ -10,7 +10,9 @@ INFILL_STUB_DELAY_MS (how long a fill takes, default 200: requests that come tog
 INFILL_STUB_LANGUAGES (JSON list, what the model was trained on; default ["python"]),
 INFILL_STUB_LOAD_MS (how long the load takes, default 0), INFILL_STUB_LOG (append one line per
 fill_batch call: the file names of its requests;
-the server's warm-up fill is warm-up.py).
+the server's warm-up fill is warm-up.py), INFILL_STUB_STEPS (a fill's "denoising steps", default 4:
+where the server asks for drafts, step k of them, evenly spread over the delay, drafts the first
+k/STEPS of the fill).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from infill.protocol import Fill, FillResult, Timings  # noqa: E402
+from infill.protocol import Draft, Fill, FillResult, Timings  # noqa: E402
 
 
 class StubModel:
@@ -41,20 +43,28 @@ class StubEngine:
         self.delay = float(os.environ.get("INFILL_STUB_DELAY_MS", "200")) / 1000
         self.model = StubModel(json.loads(os.environ.get("INFILL_STUB_LANGUAGES", '["python"]')))
         self.log = os.environ.get("INFILL_STUB_LOG")
+        self.steps = int(os.environ.get("INFILL_STUB_STEPS", "4"))
 
-    def fill_batch(self, requests, cancel=None):
+    def fill_batch(self, requests, cancel=None, on_draft=None, drafts=1):
         if self.log:
             with open(self.log, "a") as f:
                 f.write(" ".join(Path(r.path or "").name for r in requests) + "\n")
-        end = time.monotonic() + self.delay
-        while time.monotonic() < end:
+        start = time.monotonic()
+        fills = [[self.rest(r.text, h.start) for h in r.holes] for r in requests]
+        step = 0
+        while time.monotonic() < start + self.delay:
             if cancel is not None and cancel.is_set():
                 from infill.errors import Cancelled
 
                 raise Cancelled("stub: cancelled")
+            if on_draft is not None and time.monotonic() >= start + self.delay * (step + 1) / (self.steps + 1):
+                step += 1
+                if step % drafts == 0:
+                    on_draft(Draft(step=step, texts=[f[: -(-len(f) * step // self.steps)] for f in fills[0]],
+                                   masked=self.steps - step))
             time.sleep(0.005)
-        return [FillResult(fills=[Fill(text=self.rest(r.text, h.start), score=0.0, valid=True) for h in r.holes],
-                           timings=Timings(), model=self.model_id) for r in requests]
+        return [FillResult(fills=[Fill(text=f, score=0.0, valid=True) for f in texts], timings=Timings(), model=self.model_id)
+                for texts in fills]
 
     def rest(self, text: str, at: int) -> str:
         """The fill, less what its line already holds of it (a partly accepted suggestion)."""

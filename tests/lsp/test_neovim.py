@@ -353,3 +353,42 @@ def test_ghost_text_shows_the_fill_and_the_readme_ctrl_l_accepts_it(nvim, tmp_pa
     assert got["ghost"] == [ghost], got
     assert got["buffer"] == ["def total(sku):", *buffer], got
     assert feedback_chars(tmp_path, 1) == [len(ghost)]
+
+
+def readme_drafts_config() -> str:
+    """The Lua block of lsp/README.md's "Drafts in Neovim"."""
+    text = README.read_text()
+    section = text[text.index("#### Drafts in Neovim"):]
+    return section[section.index("```lua\n") + 7:section.index("\n```", section.index("```lua"))]
+
+
+# Type A on line 2; every draft shown until the suggestion's ghost text shows, and whether a draft
+# was still shown then.
+DRAFTS = """
+local drafts = {}
+vim.api.nvim_create_autocmd('LspAttach', { callback = function(args)
+  vim.defer_fn(function()
+    vim.api.nvim_win_set_cursor(0, { 2, 0 })
+    T.keys('A')
+    T.wait(function()
+      local draft = T.draft()
+      if draft and draft ~= drafts[#drafts] then table.insert(drafts, draft) end
+      return T.ghost()
+    end, 10000, 'the suggestion', function(ghost)
+      T.finish({ status = 'OK', drafts = drafts, ghost = ghost, draft_then = T.draft() or vim.NIL })
+    end)
+  end, 100)
+end })
+"""
+
+
+@pytest.mark.parametrize("nvim", [NVIM_012], indirect=True)
+def test_the_readme_drafts_handler_shows_drafts_until_the_suggestion(nvim, tmp_path):
+    fill = "return sku, sku, 0.0,"
+    got, err = run_readme(tmp_path, nvim, readme_drafts_config() + "\n" + DRAFTS, source="def total(sku):\n    \n",
+                          stub={"DELAY_MS": "1000", "STEPS": "4", "FILL": fill})
+    assert got["status"] == "OK", (got, err)
+    # The stub drafts a quarter more of the fill every 200 ms; the config asks for every 2nd step.
+    assert got["drafts"] == [fill[:11], fill], got
+    assert got["ghost"] == fill and got["draft_then"] is None, got
+    assert got["buffer"] == ["def total(sku):", "    "], got  # shown, never inserted

@@ -39,12 +39,12 @@ class Spy:
         self.flags: list = []
         self.during = None
 
-    def fill_batch(self, requests, cancel=None):
+    def fill_batch(self, requests, cancel=None, **drafting):
         self.calls.append(list(requests))
         self.flags.append(cancel)
         if self.during is not None:
             self.during()
-        return self.engine.fill_batch(requests, cancel=cancel)
+        return self.engine.fill_batch(requests, cancel=cancel, **drafting)
 
 
 def gated_scheduler(engine) -> tuple[Scheduler, Spy, threading.Event]:
@@ -60,9 +60,12 @@ def gated_scheduler(engine) -> tuple[Scheduler, Spy, threading.Event]:
     return scheduler, spy, gate
 
 
-async def start_fills(scheduler: Scheduler, names, make=None, elastic=False) -> dict[str, asyncio.Task]:
+async def start_fills(scheduler: Scheduler, names, make=None, elastic=False, drafts=None) -> dict[str, asyncio.Task]:
+    """The fills of ``names``, queued; ``drafts``: {name: its on_draft} for those that want drafts."""
     make = make or (lambda n: request(TEXTS[n]))
-    tasks = {n: asyncio.ensure_future(scheduler.fill((n, "cursor"), make(n), elastic=elastic, cache_key=n)) for n in names}
+    drafts = drafts or {}
+    tasks = {n: asyncio.ensure_future(scheduler.fill((n, "cursor"), make(n), elastic=elastic, cache_key=n, on_draft=drafts.get(n)))
+             for n in names}
     for _ in range(50):  # until every fill is queued for the worker
         await asyncio.sleep(0.01)
         if len(scheduler._pending) == len(tasks):
@@ -80,6 +83,24 @@ async def test_concurrent_documents_share_one_fill_batch(tiny_engine):
         assert [len(c) for c in spy.calls] == [len(TEXTS)]  # one batched call for all documents
         for name, result in results.items():  # each its own answer, as if filled alone
             assert result.fills[0].text == tiny_engine.fill(request(TEXTS[name])).fills[0].text
+    finally:
+        scheduler.shutdown()
+
+
+async def test_a_fill_that_wants_drafts_goes_first_in_its_batch(tiny_engine):
+    # The engine streams the drafts of its batch's first request only (Engine.fill_batch).
+    scheduler, spy, gate = gated_scheduler(tiny_engine)
+    drafts = []
+    try:
+        tasks = await start_fills(scheduler, TEXTS, make=lambda n: request(TEXTS[n], 4), drafts={"c.py": drafts.append})
+        gate.set()
+        results = {n: await asyncio.wait_for(t, 60) for n, t in tasks.items()}
+        assert [len(c) for c in spy.calls] == [len(TEXTS)] and spy.calls[0][0].text == TEXTS["c.py"]
+        for name, result in results.items():  # each still its own answer
+            assert result.fills[0].text == tiny_engine.fill(request(TEXTS[name], 4)).fills[0].text
+        lone = []
+        tiny_engine.fill(request(TEXTS["c.py"], 4), on_draft=lone.append)
+        assert drafts and [d.texts for d in drafts] == [d.texts for d in lone]  # c.py's drafts
     finally:
         scheduler.shutdown()
 

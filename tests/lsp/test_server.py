@@ -92,6 +92,34 @@ async def test_inline_completion_returns_the_engines_fill(client: LanguageClient
     assert item.command.command == "infill.recordFeedback"
 
 
+async def test_drafts_stream_before_the_suggestion_when_opted_in(client: LanguageClient, tiny_engine):
+    """Issue 27, streaming drafts: with ``drafts`` on, infill/draft notifications for this place
+    come before the inlineCompletion result (none after it), and the result is what it is without."""
+    drafts = []
+    client.feature("infill/draft")(lambda ls, params: drafts.append(params))
+    uri = open_doc(client, "drafts.py", SOURCE)
+    at = SOURCE.index("hel") + 3
+    want = tiny_engine.fill(FillRequest(text=SOURCE, holes=[Hole(at, at, MAX_TOKENS)], language="python",
+                                        options=SamplingOptions(steps=8, retry=False))).fills[0].text
+    try:
+        configure(client, drafts=1, steps=8)
+        result = await client.text_document_inline_completion_async(inline_params(uri, 5, 7))
+        got = len(drafts)
+        await asyncio.sleep(0.3)
+        assert len(drafts) == got >= 2, drafts  # every draft came before the result
+        assert [d.seq for d in drafts] == list(range(1, got + 1))
+        assert all(d.textDocument.uri == uri and d.textDocument.version == 1 and (d.position.line, d.position.character) == (5, 7)
+                   and d.text.strip() for d in drafts), drafts
+        assert [i.insert_text for i in result.items] == [want]
+        configure(client, steps=8)  # off again: the same suggestion, no drafts
+        change_doc(client, uri, SOURCE)
+        result = await client.text_document_inline_completion_async(inline_params(uri, 5, 7))
+        await asyncio.sleep(0.3)
+        assert len(drafts) == got and [i.insert_text for i in result.items] == [want]
+    finally:
+        configure(client)
+
+
 async def test_completion_returns_the_engines_fill(client: LanguageClient, tiny_engine):
     uri = open_doc(client, "completion.py", SOURCE)
     result = await client.text_document_completion_async(types.CompletionParams(

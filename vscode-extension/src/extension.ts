@@ -1,7 +1,8 @@
 // The infill extension: finds and supervises `infill lsp`, wires it to VS Code through
-// vscode-languageclient (inline completions come from its InlineCompletionItemFeature), and adds
-// the commands Fill Holes, Fill Selection, Toggle Completions, Restart Server and Show Logs and a
-// status bar item (model, device, last latency; an error state that leads to the logs).
+// vscode-languageclient (inline completions come from its InlineCompletionItemFeature; with
+// infill.drafts, their streamed drafts too: drafts.ts), and adds the commands Fill Holes, Fill
+// Selection, Toggle Completions, Restart Server and Show Logs and a status bar item (model, device,
+// last latency; an error state that leads to the logs).
 
 import * as cp from "child_process";
 import * as fs from "fs";
@@ -24,6 +25,7 @@ import {
 } from "vscode-languageclient/node";
 import { Backoff } from "./backoff";
 import { DiscoveryError, ServerCommand, discoverServer, expandPath } from "./discovery";
+import { DraftedFills, Place, samePlace } from "./drafts";
 import { affectsServer, configurationPayload, needsRestart, toServerOptions } from "./settings";
 import { StatusState, fromServerMessage, fromStatusNotification, render } from "./status";
 import { EditsWhileStarting, LanguageGate, gluesOntoAcceptedWord, serverLanguageIds, settingsQuery } from "./inline";
@@ -93,6 +95,11 @@ class Infill implements vscode.Disposable {
     private accepted: { uri: string; version: number; offset: number } | undefined;
     /** Documents typed in while the server was not running (VS Code asked no provider then). */
     private readonly editsWhileStarting = new EditsWhileStarting();
+    /** The ghost-text fill under way and its streamed drafts (infill.drafts > 0). */
+    private readonly drafts = new DraftedFills<unknown>({
+        trigger: (place) => this.askAgainAt(place),
+        drafting: (on) => void vscode.commands.executeCommand("setContext", "infill.drafting", on),
+    });
 
     constructor(private readonly context: vscode.ExtensionContext) {
         this.out = vscode.window.createOutputChannel("Infill", { log: true });
@@ -129,6 +136,29 @@ class Infill implements vscode.Disposable {
         return false;
     }
 
+    /** Have VS Code show what is new at `place` (a draft, or the final fill), if its active editor
+     * is still there. It must be hidden first: asked again at the same version and position, VS
+     * Code (1.139) keeps the suggestion it shows (an explicit request) or reuses its last answer (an
+     * automatic one); hiding clears both, at the cost of a blink. */
+    private askAgainAt(place: Place): void {
+        const editor = vscode.window.activeTextEditor;
+        const client = this.client;
+        if (!editor || !client || !editor.selection.isEmpty) return;
+        const at = editor.selection.active;
+        const here = { uri: client.code2ProtocolConverter.asUri(editor.document.uri), version: editor.document.version, line: at.line, character: at.character };
+        if (!samePlace(here, place)) return;
+        void (async () => {
+            await vscode.commands.executeCommand("editor.action.inlineSuggest.hide");
+            await vscode.commands.executeCommand("editor.action.inlineSuggest.trigger");
+        })();
+    }
+
+    /** Escape while a draft is shown: stop its fill (no more drafts), and hide it. */
+    dismissDraft(): void {
+        this.drafts.dismiss();
+        void vscode.commands.executeCommand("editor.action.inlineSuggest.hide");
+    }
+
     // -- settings ---------------------------------------------------------------------------
 
     private config(): vscode.WorkspaceConfiguration {
@@ -137,6 +167,11 @@ class Infill implements vscode.Disposable {
 
     get enabled(): boolean {
         return this.config().get<boolean>("enable", true);
+    }
+
+    /** Whether the server streams ghost text's drafts (infill.drafts: a draft every N steps). */
+    get draftsOn(): boolean {
+        return (this.config().get<number>("drafts", 0) ?? 0) > 0;
     }
 
     private workspaceFolder(): string | undefined {
@@ -317,7 +352,24 @@ class Infill implements vscode.Disposable {
                     const justAccepted = !!a && a.uri === document.uri.toString() && a.version === document.version && a.offset === offset;
                     const charBefore = position.character > 0 ? document.lineAt(position.line).text.charAt(position.character - 1) : "";
                     const t0 = Date.now();
-                    const result = await next(document, position, context, token);
+                    let result: vscode.InlineCompletionItem[] | vscode.InlineCompletionList | null | undefined;
+                    let ms: number | undefined;
+                    if (this.draftsOn) {
+                        // One fill per place, outliving this call; its drafts answer the calls at that place until it ends.
+                        const place = { uri: client.code2ProtocolConverter.asUri(document.uri), version: document.version, line: position.line, character: position.character };
+                        const answer = await this.drafts.provide(place, token, () => {
+                            const source = new vscode.CancellationTokenSource();
+                            const pending = Promise.resolve(next(document, position, context, source.token));
+                            void pending.finally(() => source.dispose());
+                            return { result: pending, cancel: () => source.cancel() };
+                        });
+                        if (answer.kind === "none") return undefined;
+                        if (answer.kind === "draft") result = [new vscode.InlineCompletionItem(answer.text, new vscode.Range(position, position))];
+                        else [result, ms] = [answer.value as typeof result, answer.ms];
+                    } else {
+                        result = await next(document, position, context, token);
+                        ms = Date.now() - t0;
+                    }
                     let items = Array.isArray(result) ? result : result?.items;
                     if (items && justAccepted) {
                         const kept = items.filter((i) => !gluesOntoAcceptedWord(charBefore, typeof i.insertText === "string" ? i.insertText : i.insertText.value, true));
@@ -325,7 +377,7 @@ class Infill implements vscode.Disposable {
                         items = kept;
                     }
                     if (items && items.length && !token.isCancellationRequested) {
-                        this.recordLatency(Date.now() - t0);
+                        if (ms !== undefined) this.recordLatency(ms); // a final fill's, not a draft's
                         const first = items[0];
                         if (typeof first.insertText === "string") {
                             this.offered = { uri: document.uri.toString(), version: document.version, offset, text: first.insertText };
@@ -375,6 +427,7 @@ class Infill implements vscode.Disposable {
             }
         });
         client.onNotification("infill/languages", (p: unknown) => this.gate.set(serverLanguageIds(p) ?? this.gate.known));
+        client.onNotification("infill/draft", (p: unknown) => this.drafts.onDraft(p));
         client.onNotification("infill/status", (p: unknown) => {
             const change = fromStatusNotification(p);
             if (change) this.setState(change);
@@ -400,7 +453,14 @@ class Infill implements vscode.Disposable {
         const active = vscode.window.activeTextEditor?.document;
         if (this.editsWhileStarting.take(active?.uri.toString()) && active && this.enabled && this.gate.allows(active.languageId)) {
             this.out.info("the active document was typed in while the server started: asking for its ghost text");
-            void vscode.commands.executeCommand("editor.action.inlineSuggest.trigger");
+            void (async () => {
+                try {
+                    await vscode.commands.executeCommand("editor.action.inlineSuggest.trigger", { explicit: false, providerId: "infill.infill:*" });
+                    this.out.info("drafts: trigger ok");
+                } catch (e) {
+                    this.out.info(`drafts: trigger failed: ${errorText(e)}`);
+                }
+            })();
         }
     }
 
@@ -601,6 +661,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         vscode.commands.registerCommand("infill.restartServer", () => it.start(true)),
         vscode.commands.registerCommand("infill.showLogs", () => it.showLogs()),
         vscode.commands.registerCommand("infill.statusMenu", () => it.statusMenu()),
+        vscode.commands.registerCommand("infill.dismissDraft", () => it.dismissDraft()),
         vscode.workspace.onDidChangeConfiguration((e) => it.onConfigurationChanged(e)),
     );
     void it.start(true);

@@ -17,11 +17,12 @@ export interface ServerOptions {
     feedbackFile?: string;
     minScore?: number;
     cursorCandidates?: number;
+    drafts?: number;
 }
 
 export const SERVER_KEYS: readonly (keyof ServerOptions)[] = [
     "modelPath", "device", "maxTokens", "steps", "threshold", "debounceMs", "constrained", "retry", "feedbackFile", "minScore",
-    "cursorCandidates",
+    "cursorCandidates", "drafts",
 ];
 
 /** Settings whose change means a new server process (the others are sent to the running one). */
@@ -70,6 +71,8 @@ export function toServerOptions(get: (key: string) => unknown, exp: Expansion): 
     if (typeof minScore === "number" && Number.isFinite(minScore) && minScore <= 0) out.minScore = minScore;
     const cursorCandidates = int("cursorCandidates");
     if (cursorCandidates !== undefined && cursorCandidates >= 0) out.cursorCandidates = cursorCandidates;
+    const drafts = int("drafts");
+    if (drafts !== undefined && drafts >= 0) out.drafts = drafts;
     return out;
 }
 
