@@ -2,10 +2,11 @@
 speculative steps (``Schedule.lookahead``, ``Denoiser(drafter=...)``).
 
 A row's draft is found by looking up the last few tokens before its frontier slot (the context
-before the hole, then what the fill has committed) in the fill so far, then in the request's own
-tokens (the text before and after every hole), and copying what followed the latest place they
-occur. Code repeats itself
-(names, calls, the shape of the line above), so such guesses are often right.
+before the hole, then what the fill has committed) in the fill so far, then in the engine's recent
+fills (``recent``, the latest first: the keystroke before wrote much of what this one writes),
+then in the request's own tokens (the text before and after every hole), and copying what followed the latest
+place they occur. Code repeats itself (names, calls, the shape of the line above), so such
+guesses are often right.
 
 A draft only guesses: the sampler commits a guessed slot only where the model's own choice there
 equals the guess, so drafts change how many slots one model call commits, never the fill. Pure
@@ -13,6 +14,8 @@ Python over token ids: no model, no tokenizer, no I/O.
 """
 
 from __future__ import annotations
+
+from typing import Sequence
 
 import torch
 
@@ -24,8 +27,10 @@ class PromptLookup:
     """The drafter of one chunk's rows: ``rows[r]`` is the request (its ``segments``: token lists,
     the text before each hole and after the last) that row r fills."""
 
-    def __init__(self, segments: list[list[list[int]]], rows: list[int]):
+    def __init__(self, segments: list[list[list[int]]], rows: list[int], recent: Sequence[list[int]] = ()):
         self.rows = rows
+        self.recent = [list(r) for r in recent]  # oldest first
+        self.recent_index = [_ngram_index(r) for r in self.recent]
         self.sources, self.starts, self.index = [], [], []
         for segs in segments:
             source = [t for seg in segs for t in seg]
@@ -33,13 +38,9 @@ class PromptLookup:
             for seg in segs[:-1]:
                 at += len(seg)
                 starts.append(at)
-            index: dict[tuple[int, ...], list[int]] = {}
-            for n in NGRAMS:
-                for i in range(len(source) - n + 1):
-                    index.setdefault(tuple(source[i : i + n]), []).append(i)
             self.sources.append(source)
             self.starts.append(starts)
-            self.index.append(index)
+            self.index.append(_ngram_index(source))
 
     def __call__(self, state, k: int) -> torch.Tensor:
         """[R, W] long: up to ``k`` guessed tokens from each row's first masked slot on, in its
@@ -73,9 +74,23 @@ class PromptLookup:
             for i in range(len(tail) - n - 1, -1, -1):  # the fill repeating itself (or the text just before it)
                 if tail[i : i + n] == key:
                     return tail[i + n : i + n + k]
+            for fill, index in zip(reversed(self.recent), reversed(self.recent_index)):  # the latest fill first
+                for i in reversed(index.get(tuple(key), ())[-TRIES:]):
+                    after = fill[i + n : i + n + k]
+                    if after:
+                        return after
             places = self.index[ri].get(tuple(key), ())
             for i in [p for p in reversed(places) if p + n != boundary][:TRIES]:  # (not the hole's own edge)
                 after = source[i + n : i + n + k]
                 if after:
                     return after
         return []
+
+
+def _ngram_index(tokens: list[int]) -> dict[tuple[int, ...], list[int]]:
+    """Where each n-gram (n in NGRAMS) of ``tokens`` starts, in order."""
+    index: dict[tuple[int, ...], list[int]] = {}
+    for n in NGRAMS:
+        for i in range(len(tokens) - n + 1):
+            index.setdefault(tuple(tokens[i : i + n]), []).append(i)
+    return index

@@ -15,6 +15,7 @@ import gc
 import logging
 import math
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "model" / "default_model"
 MAX_HOLE_TOKENS = 512
 EXPAND_START = 4  # live slots a variable-length hole starts with (DreamOn's min_gen_len); it grows by expand tokens
+RECENT_FILLS = 8  # the latest fills' tokens that drafts are looked up in (Engine.recent_fills)
 LINE_BREAK = "line break"  # a ban (_Prepared.bans) of every token that holds a line break
 
 
@@ -220,6 +222,7 @@ class Engine:
         self.device = model.device
         self.dtype = model.dtype
         self.context_cache = SegmentCache(config.context_cache_tokens)
+        self.recent_fills: deque[list[int]] = deque(maxlen=RECENT_FILLS)  # draft sources (PromptLookup's recent)
         self._token_sets: dict[tuple[bytes, bool], torch.Tensor] = {}
         self._vocab_bytes: list[bytes] | None = None
         if tokenizer.mask_id != model.mask_id or tokenizer.pad_id != model.pad_id:
@@ -539,10 +542,11 @@ class Engine:
                 lay.spare[r, : len(win_spare[r])] = torch.tensor(win_spare[r], dtype=torch.bool)
         return lay
 
-    @staticmethod
-    def drafter(prepared: list[_Prepared], rows: list[int], schedule: Schedule) -> PromptLookup | None:
+    def drafter(self, prepared: list[_Prepared], rows: list[int], schedule: Schedule) -> PromptLookup | None:
         """The guesses of a speculative (lookahead) schedule's steps, for rows filling ``prepared[rows[r]]``."""
-        return PromptLookup([p.segments for p in prepared], rows) if schedule.frontier and schedule.lookahead else None
+        if not (schedule.frontier and schedule.lookahead):
+            return None
+        return PromptLookup([p.segments for p in prepared], rows, self.recent_fills)
 
     def initial_state(self, prepared: list[_Prepared], lay: "_Layout") -> Windows:
         """The rows' windows before the first step: all masked, each hole's lead tokens committed,
@@ -609,7 +613,8 @@ class Engine:
 
     def decode_row(self, ids: torch.Tensor, logprob: torch.Tensor, hole: torch.Tensor, heals: list[bytes]) -> tuple[list[Fill], float, int]:
         """One row's fills (each cut at its first pad, its healed bytes dropped), its mean
-        log-probability, its token count."""
+        log-probability, its token count. Each fill's tokens join ``recent_fills``, where the next
+        fills' drafts look (a keystroke's fill often writes what the last one wrote)."""
         pad = self.model.pad_id
         fills, total, count, filled = [], 0.0, 0, 0
         for h, heal in enumerate(heals):
@@ -621,6 +626,8 @@ class Engine:
             total += float(lp.sum())
             count += len(lp)
             filled += n
+            if n:
+                self.recent_fills.append(tok[:n].tolist())
             fills.append(Fill(text=self.text_of(tok[:n].tolist(), heal), score=float(lp.mean()) if len(lp) else 0.0))
         return fills, total / max(count, 1), filled
 
