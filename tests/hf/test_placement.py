@@ -2,7 +2,13 @@
 
 The plan is a pure function of a skeleton, a dtype and free memory: checked here on tiny random
 Llama / Qwen2 skeletons (the loader's own, built from config.json fields as tests/hf's checkpoints
-write them) with budgets that force a split over two or three devices, and on a 7B one.
+write them) with budgets that force a split over two or three devices, and on a 7B one. Its
+execution is checked by loading tiny checkpoints through the loader with a plan: onto the CPU
+alone (accelerate's hooks on every planned module, the model's own forward paths), which must
+compute exactly what the model loaded whole computes; and onto the CPU and the meta device standing
+for a second GPU, under a mode that refuses any op whose tensors sit on two devices, as CUDA does
+(values there are not computed: that test is about where tensors are, the first about what they
+hold).
 """
 
 from __future__ import annotations
@@ -12,12 +18,20 @@ import sys
 
 import pytest
 import torch
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import hf_checkpoints as C
+from infill.engine.fill import Engine, EngineConfig
 from infill.errors import ModelLoadError
+from infill.model import registry
 from infill.model.hf import families, loader, placement
+from infill.protocol import FillRequest, Hole, SamplingOptions
 
 pytest.importorskip("accelerate")  # infill[multi-gpu], in infill[test] too
+
+PREFIX = "def add(a, b):\n    return a +"
+SUFFIX = "\n\n\ndef sub(a, b):\n    return a - b\n"
 
 
 def skeleton(stock: str, layers: int = 8, tied: bool = False):
@@ -176,3 +190,128 @@ def test_without_accelerate_or_a_second_gpu_a_model_too_large_warns_and_loads_on
     with caplog.at_level(logging.WARNING, logger=placement.__name__):
         assert placement.gpu_plan(m, torch.bfloat16, torch.device("cuda:0")) is None
     assert "the only GPU" in caplog.text
+
+
+# --------------------------------------------------------------------------- executing a plan
+
+
+def two_way(a, b) -> dict[str, object]:
+    """A plan of a 2-layer checkpoint in the shape placement.plan makes: the ends and layer 0 on a,
+    layer 1 and the final norm on b."""
+    return {"lm_head": a, "model.embed_tokens": a, "model.rotary_emb": a, "model.layers.0": a, "model.layers.1": b,
+            "model.norm": b}
+
+
+def load_placed(directory, plan, monkeypatch):
+    """The checkpoint loaded on the CPU through the loader's placement path, with ``plan``."""
+    with monkeypatch.context() as patch:
+        patch.setattr(placement, "gpu_plan", lambda hf, dtype, device: plan)
+        model, tok = registry.load(directory, "cpu", torch.float32)
+    placement.check(plan, model.hf)
+    return model, tok
+
+
+def record(model) -> list[torch.Tensor]:
+    """Every window_hidden and logits result the model gives from now on."""
+    seen = []
+    for name in ("window_hidden", "logits"):
+        real = getattr(model, name)
+
+        def spy(*args, _real=real, **kwargs):
+            out = _real(*args, **kwargs)
+            seen.append(out.clone())
+            return out
+
+        setattr(model, name, spy)
+    return seen
+
+
+def fills(model, tok, directory, cache_mode: str) -> list:
+    """The model's paths through the engine: two fills of one document as it is typed (a kept
+    context reused, a prefix grown), ranked by the text after the hole where the model scores text
+    (two candidates); then two rows of a window, and the second alone (a finished row left out)."""
+    model.set_cache_mode(cache_mode)
+    engine = Engine(model, tok, EngineConfig(model_dir=directory, device="cpu", precision="fp32", cache_mode=cache_mode,
+                                             rerank_candidates=2))
+    out = []
+    for typed in ("", " b"):
+        text = PREFIX + typed + SUFFIX
+        at = len(PREFIX + typed)
+        result = engine.fill(FillRequest(text=text, holes=[Hole(at, at, 4)], language="python",
+                                         options=SamplingOptions(steps=3, constrained=False)))
+        out.append([f.text for f in result.fills])
+    pre, suf, W = tok.encode(PREFIX), tok.encode(SUFFIX), 3
+    ctx = model.join_segments([model.encode_segments([pre, suf])] * 2)
+    cpos = torch.tensor([[*range(len(pre)), *range(len(pre) + W, len(pre) + W + len(suf))]] * 2)
+    bound = model.bind_context(ctx, torch.arange(2), cpos)
+    ids, pos = torch.full((2, W), model.mask_id), torch.arange(len(pre), len(pre) + W).repeat(2, 1)
+    valid = torch.ones_like(ids, dtype=torch.bool)
+    model.window_hidden(ids, pos, valid, bound)
+    ids[:, 0] = tok.encode(" x")[0]
+    second = torch.tensor([1])
+    model.window_hidden(ids[second], pos[second], valid[second], bound.select(second))
+    return out
+
+
+CASES = [("dream-coder", "exact"), ("dream-coder", "approximate"), ("llada", "approximate"), ("open-dcoder", "exact"),
+         ("causal-llama", "exact"), ("causal-qwen2", "exact")]
+
+
+@pytest.mark.parametrize("name,cache_mode", CASES)
+def test_a_dispatched_model_computes_exactly_what_the_whole_model_does(name, cache_mode, hf_dirs, monkeypatch):
+    """Every planned module behind accelerate's hook (all on the CPU): the model's forward paths
+    (whole layouts, kept contexts, incremental causal states, scoring) give the same states and
+    logits, bit for bit, as the model loaded whole; a tied head stays the embedding."""
+    directory = hf_dirs(name)
+    whole, tok = registry.load(directory, "cpu", torch.float32)
+    placed, _ = load_placed(directory, two_way("cpu", "cpu"), monkeypatch)
+    assert all(hasattr(placed.hf.get_submodule(k), "_hf_hook") for k in two_way("cpu", "cpu"))
+    assert not hasattr(whole.hf.model.layers[0], "_hf_hook")
+    if whole.hf.config.tie_word_embeddings:
+        assert placed.hf.lm_head.weight is placed.hf.model.embed_tokens.weight
+    want_seen, got_seen = record(whole), record(placed)
+    want = fills(whole, tok, directory, cache_mode)
+    got = fills(placed, tok, directory, cache_mode)
+    assert got == want
+    assert len(got_seen) == len(want_seen) > 6
+    for a, b in zip(got_seen, want_seen):
+        assert torch.equal(a, b)
+
+
+class OneDevicePerOp(TorchDispatchMode):
+    """CUDA's rule on the CPU: an op's tensors all on one device (a 0-dim CPU tensor aside), index
+    tensors included (stricter than CUDA, which also takes CPU indices: here the CPU stands for the
+    first GPU); only copies cross. The meta device stands for a second GPU: its values are not
+    computed, and a copy off it gives zeros."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.overloadpacket in (torch.ops.aten._to_copy, torch.ops.aten.to):
+            src, to = args[0], kwargs.get("device")
+            if src.is_meta and to is not None and torch.device(to).type == "cpu":
+                return torch.zeros(src.shape, dtype=kwargs.get("dtype") or src.dtype)
+            return func(*args, **kwargs)
+        if func is torch.ops.aten.copy_.default:
+            if args[1].is_meta and not args[0].is_meta:
+                return args[0].zero_()
+            return func(*args, **kwargs)
+        tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        devices = {t.device for t in tensors if not (t.device.type == "cpu" and t.dim() == 0)}
+        assert len(devices) <= 1, f"{func}: tensors on {sorted(map(str, devices))}"
+        return func(*args, **kwargs)
+
+
+@pytest.mark.parametrize("name,cache_mode,head", [*[(*c, "cpu") for c in CASES], ("dream-coder", "exact", "meta"),
+                                                   ("causal-llama", "exact", "meta")])
+def test_a_model_split_over_two_devices_runs_each_op_on_one(name, cache_mode, head, hf_dirs, monkeypatch):
+    """Layer 1 and the final norm on a second device (and the head, where ``head`` says so, as
+    accelerate would put it with nothing to say otherwise): every op of the fills (the hooks'
+    moves, the model's caches of keys and values on each layer's device, the final states brought
+    back, the logits) sees its tensors on one device, and what the engine gets is on the model's."""
+    directory = hf_dirs(name)
+    placed, tok = load_placed(directory, {**two_way("cpu", "meta"), "lm_head": head}, monkeypatch)
+    assert placed.layer_devices == [torch.device("cpu"), torch.device("meta")] and placed.device == torch.device("cpu")
+    seen = record(placed)
+    with OneDevicePerOp():
+        fills(placed, tok, directory, cache_mode)
+    assert seen and all(t.device == torch.device("cpu") for t in seen)
