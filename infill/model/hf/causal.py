@@ -57,15 +57,17 @@ class _Appending:
 class _InPlace:
     """A transformers cache over a fill's preallocated keys and values (per layer [R, kvH, K, D]):
     each call's fresh ones are written at their places (``rows``, ``at``: where the queries that
-    ``real`` [R, M] marks go) and the whole buffers are read, so a step copies no cache."""
+    ``real`` [R, M] marks go) and the whole buffers are read, so a step copies no cache. The
+    queries are found once per call (integer indices, moved to each layer's device as needed)."""
 
     def __init__(self, kv: list[tuple[torch.Tensor, torch.Tensor]], real: torch.Tensor, rows: torch.Tensor, at: torch.Tensor):
-        self.kv, self.real, self.rows, self.at = kv, real, rows, at
+        self.kv, self.queries, self.rows, self.at = kv, real.nonzero(as_tuple=True), rows, at
 
     def update(self, key_states, value_states, layer_idx, *args, **kwargs):
         k, v = self.kv[layer_idx]
-        k[self.rows, :, self.at] = key_states.transpose(1, 2)[self.real]
-        v[self.rows, :, self.at] = value_states.transpose(1, 2)[self.real]
+        rows, at, q_rows, q_cols = (t.to(k.device) for t in (self.rows, self.at, *self.queries))
+        k[rows, :, at] = key_states.transpose(1, 2)[q_rows, q_cols]
+        v[rows, :, at] = value_states.transpose(1, 2)[q_rows, q_cols]
         return k, v
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
@@ -96,7 +98,7 @@ class _State:
     before: torch.Tensor  # [R, W] index of the predicting state: < W a slot's, else W + a context key's
 
     def select(self, rows: torch.Tensor) -> "_State":
-        pick = lambda t: t.index_select(0, rows)  # noqa: E731
+        pick = lambda t: t.index_select(0, rows.to(t.device))  # noqa: E731 (keys and values: on their layer's device)
         return _State([(pick(k), pick(v)) for k, v in self.kv], pick(self.key_pos), pick(self.key_ok),
                       pick(self.ctx_hidden), pick(self.win_hidden), pick(self.fed), pick(self.fed_ids), pick(self.before))
 
@@ -163,11 +165,10 @@ class CausalLM(HFDiffusionModel):
 
     def _empty_row(self) -> _Row:
         cfg = self.backbone.config
-        empty = torch.zeros((1, cfg.num_key_value_heads, 0, cfg.hidden_size // cfg.num_attention_heads), dtype=self.dtype,
-                            device=self.device)
+        shape = (1, cfg.num_key_value_heads, 0, cfg.hidden_size // cfg.num_attention_heads)
+        empty = [torch.zeros(shape, dtype=self.dtype, device=d) for d in self.layer_devices]
         none = torch.zeros(0, dtype=torch.long, device=self.device)
-        return _Row(none, none, [(empty, empty)] * len(self.backbone.layers),
-                    torch.zeros((0, cfg.hidden_size), dtype=self.dtype, device=self.device))
+        return _Row(none, none, [(e, e) for e in empty], torch.zeros((0, cfg.hidden_size), dtype=self.dtype, device=self.device))
 
     def _start(self, ctx: CausalBound, pos: torch.Tensor, valid: torch.Tensor) -> _State:
         """Each row's context (what precedes its last slot) encoded, and room for its windows."""
@@ -184,8 +185,8 @@ class CausalLM(HFDiffusionModel):
         Lk = max(1, max(len(x.tokens) for x in rows))
         cfg = self.backbone.config
         heads, d = cfg.num_key_value_heads, cfg.hidden_size // cfg.num_attention_heads
-        kv = [(torch.zeros((R, heads, Lk + W, d), dtype=self.dtype, device=self.device),
-               torch.zeros((R, heads, Lk + W, d), dtype=self.dtype, device=self.device)) for _ in self.backbone.layers]
+        kv = [(torch.zeros((R, heads, Lk + W, d), dtype=self.dtype, device=dev),
+               torch.zeros((R, heads, Lk + W, d), dtype=self.dtype, device=dev)) for dev in self.layer_devices]
         key_pos = torch.zeros((R, Lk + W), dtype=torch.long, device=self.device)
         key_pos[:, Lk:] = pos + 1
         key_ok = torch.zeros((R, Lk), dtype=torch.bool, device=self.device)

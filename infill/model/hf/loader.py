@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from infill.errors import ModelLoadError
-from infill.model.hf import attention, families, int8
+from infill.model.hf import attention, families, int8, placement
 from infill.model.hf.families import Family
 from infill.model.hf.tokenizer import HFTokenizer, load_hf_tokenizer, special_token_names
 
@@ -283,24 +283,23 @@ def _load_weights(hf, files, names, family, device, dtype, directory: Path, tied
         if extra:
             parts.append(f"unexpected {extra[0]}")
         raise ModelLoadError(f"{directory}: weights do not match config.json ({'; '.join(parts)})")
-    placement = _placement(hf, device, dtype)
+    plan = placement.gpu_plan(hf, dtype, device)  # None: all on ``device``
+    where = (lambda name: placement.device_of(plan, name)) if plan else (lambda name: device)
     for k, (q, scale) in int8_rows.items():  # kept as int8: multiplied so (infill/model/hf/int8.py)
         int8.install(hf, k, q, scale, dtype)
         state.pop(k, None)
-    state = {k: v.to(placement.get(k, device) if placement else device) for k, v in state.items()}
+    state = {k: v.to(where(k)) for k, v in state.items()}
     hf.load_state_dict(state, strict=False, assign=True)
     if tied:
         hf.lm_head.weight = hf.model.embed_tokens.weight
     # Non-persistent buffers (rotary frequencies) were built on the meta device: build them again.
     rotary_cls = type(hf.model.rotary_emb)
-    hf.model.rotary_emb = rotary_cls(config=hf.config).to(placement.get("model.rotary_emb", device) if placement else device)
+    hf.model.rotary_emb = rotary_cls(config=hf.config).to(where(placement.ROTARY))
     for name, buf in list(hf.named_buffers()):
         if buf.is_meta:
             raise ModelLoadError(f"{directory}: internal error, buffer {name} was not initialised")
-    if placement:
-        import accelerate
-
-        accelerate.dispatch_model(hf, device_map=_module_map(placement))
+    if plan:
+        placement.dispatch(hf, plan)
 
 
 def _dequantized(state: dict, directory: Path, device: torch.device, dtype: torch.dtype) -> tuple[dict, dict]:
@@ -324,39 +323,6 @@ def _dequantized(state: dict, directory: Path, device: torch.device, dtype: torc
     if scales:
         raise ModelLoadError(f"{directory}: {next(iter(scales))}{int8.SCALE_SUFFIX} scales no int8 weight")
     return state, kept
-
-
-def _placement(hf, device: torch.device, dtype: torch.dtype) -> dict[str, torch.device]:
-    """Parameter name -> device across the GPUs, where the weights do not fit ``device`` alone,
-    there are several GPUs and accelerate is installed (the optional extra); else {} (all on ``device``)."""
-    if device.type != "cuda" or torch.cuda.device_count() < 2:
-        return {}
-    size = sum(p.numel() for p in hf.parameters()) * torch.finfo(dtype).bits // 8
-    free = torch.cuda.mem_get_info(device)[0]
-    if size < 0.85 * free:
-        return {}
-    try:
-        import accelerate
-    except ImportError:
-        log.warning("the weights (%.1f GB) may not fit %s; install accelerate to spread them over the GPUs", size / 1e9, device)
-        return {}
-    device_map = accelerate.infer_auto_device_map(hf, no_split_module_classes=list(hf._no_split_modules or []), dtype=dtype)
-    out: dict[str, torch.device] = {}
-    for name, _ in list(hf.named_parameters()) + [("model.rotary_emb", None)]:
-        best = max((m for m in device_map if m == "" or name == m or name.startswith(m + ".")), key=len, default=None)
-        target = device_map.get(best, 0) if best is not None else 0
-        if target in ("cpu", "disk"):
-            raise ModelLoadError(f"the weights ({size / 1e9:.1f} GB) do not fit the GPUs")
-        out[name] = torch.device("cuda", target) if isinstance(target, int) else torch.device(target)
-    return out
-
-
-def _module_map(placement: dict[str, torch.device]) -> dict[str, str]:
-    out = {}
-    for name, dev in placement.items():
-        module = name.rsplit(".", 1)[0] if name != "model.rotary_emb" else name
-        out[module] = str(dev)
-    return out
 
 
 def register_all(register) -> None:

@@ -105,7 +105,8 @@ class HFBound:
     extra: dict = field(default_factory=dict)
 
     def select(self, rows: torch.Tensor) -> "HFBound":
-        kv = None if self.kv is None else [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.kv]
+        kv = None if self.kv is None else [(k.index_select(0, rows.to(k.device)), v.index_select(0, rows.to(v.device)))
+                                           for k, v in self.kv]
         extra = {name: t.index_select(0, rows) for name, t in self.extra.items()}
         return HFBound(self.ids.index_select(0, rows), self.pos.index_select(0, rows), self.valid.index_select(0, rows),
                        kv, self.calls, extra)
@@ -251,6 +252,12 @@ class HFDiffusionModel(nn.Module):
         return self.backbone.embed_tokens.weight.dtype
 
     @property
+    def layer_devices(self) -> list[torch.device]:
+        """Each decoder layer's device, where its keys and values are made and kept: the model's own,
+        unless it is spread over several GPUs (infill/model/hf/placement.py)."""
+        return [layer.input_layernorm.weight.device for layer in self.backbone.layers]
+
+    @property
     def n_params(self) -> int:
         seen, n = set(), 0
         for p in self.hf.parameters():  # a tied head counts once
@@ -329,8 +336,9 @@ class HFDiffusionModel(nn.Module):
                              key_pos, query_pos)
 
     def _run(self, tokens, positions, mask, cache=None) -> torch.Tensor:
+        """The last states, on the model's device (a model spread over several comes out on its last)."""
         out = self.backbone(input_ids=tokens, position_ids=positions, attention_mask=mask, cache=cache, use_cache=False)
-        return out.last_hidden_state
+        return out.last_hidden_state.to(self.device)
 
     @torch.inference_mode()
     def full_hidden(self, ids, pos, valid, ctx: HFBound, record: bool = False):
@@ -391,8 +399,8 @@ class HFDiffusionModel(nn.Module):
         if record:
             order = ctx.extra["order"]
             for layer, ((k, v), (fk, fv)) in enumerate(zip(ctx.kv, cache.fresh)):
-                at = order[:, None, :, None].expand(-1, k.shape[1], -1, k.shape[3])
-                keep = a_ok[:, None, :, None]
+                at = order[:, None, :, None].expand(-1, k.shape[1], -1, k.shape[3]).to(k.device)
+                keep = a_ok[:, None, :, None].to(k.device)
                 ctx.kv[layer] = (k.scatter(2, at, torch.where(keep, fk[:, :, :A], k.gather(2, at))),
                                  v.scatter(2, at, torch.where(keep, fv[:, :, :A], v.gather(2, at))))
         idx = self._predictors(q_pos, q_ok, slot_pos, valid, A)
@@ -418,7 +426,7 @@ class HFDiffusionModel(nn.Module):
             tokens = ctx.extra["tokens"][r, cols]
             if any(torch.equal(tokens, k.tokens) for k in self._kept[-ok.shape[0]:]):
                 continue
-            kv = [(k[r : r + 1, :, cols], v[r : r + 1, :, cols]) for k, v in ctx.kv]
+            kv = [(k[r : r + 1, :, cols.to(k.device)], v[r : r + 1, :, cols.to(v.device)]) for k, v in ctx.kv]
             self._kept = [*self._kept, _Kept(tokens, ctx.extra["positions"][r, cols], kv)][-self.keep_layouts :]
 
     def _from_kept(self, tokens, positions, ok, ctx: HFBound, slot_pos, valid) -> bool:
@@ -451,10 +459,10 @@ class HFDiffusionModel(nn.Module):
             kv.append((torch.zeros(shape, dtype=k0.dtype, device=k0.device), torch.zeros(shape, dtype=k0.dtype, device=k0.device)))
         for r, (cols, p, kept, start, end) in enumerate(plans):
             n, n0 = len(cols), len(kept.tokens)
-            head, tail = cols[:start], cols[n - end :]
             fresh[r, cols[start : n - end]] = True
             turn = p[n - end :] - kept.positions[n0 - end :]
             for (k, v), (k0, v0) in zip(kv, kept.kv):
+                head, tail = cols[:start].to(k.device), cols[n - end :].to(k.device)
                 k[r, :, head], v[r, :, head] = k0[0, :, :start], v0[0, :, :start]
                 k[r, :, tail], v[r, :, tail] = self._turn(k0[0, :, n0 - end :], turn), v0[0, :, n0 - end :]
         ctx.kv = kv
@@ -502,12 +510,13 @@ class HFDiffusionModel(nn.Module):
 
     @torch.inference_mode()
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        out = self.hf.lm_head(hidden.to(self.hf.lm_head.weight.device))
+        out = self.raw_logits(hidden)
         if len(self._end_ids) > 1:  # pad takes the end tokens' probability
             out[..., self._pad_id] = torch.logsumexp(out[..., self._end_ids].float(), dim=-1).to(out.dtype)
-        return out.masked_fill(self._banned.to(out.device), float("-inf"))
+        return out.masked_fill(self._banned, float("-inf"))
 
     @torch.inference_mode()
     def raw_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The head's logits as the checkpoint gives them (no vocabulary or special-token rules)."""
-        return self.hf.lm_head(hidden)
+        """The head's logits as the checkpoint gives them (no vocabulary or special-token rules), on
+        the model's device (a placement plan puts the head there; where it could not, they move)."""
+        return self.hf.lm_head(hidden.to(self.hf.lm_head.weight.device)).to(self.device)
