@@ -9,7 +9,7 @@ once for ``--duration`` seconds, each over its own websocket connection:
   around the cursor, the cursor on an indented, empty line; each keystroke is one character, or
   Enter with the next line's indentation);
 - after each keystroke it sends one fill request at the cursor (the language server's defaults:
-  ``--max-tokens`` 32, constrained, no retry round, the engine's candidates and steps; priority
+  ``--max-tokens`` 32, constrained, no retry round, one candidate, the engine's steps; priority
   interactive) and
   waits for the result (the request is elastic, as the language server's inline fills are: joining
   a busy batch it does less work, infill.lsp.scheduler.lighten; ``--rigid``: never); the next keystroke comes when the result is there, or ``--interval-ms``
@@ -48,7 +48,8 @@ from infill.bench.quality import DEFAULT_OUT_ROOT, machine_info, write_results
 from infill.errors import InputError
 from infill.protocol import SamplingOptions
 
-LSP_OPTIONS = SamplingOptions(retry=False)  # the language server's keystroke fills (lsp/options.py: no retry round)
+# The language server's fills at the cursor (lsp/options.py: no retry round, cursor_candidates 1).
+LSP_OPTIONS = SamplingOptions(retry=False, candidates=1)
 TARGET_RATIO_16 = 2.0  # 16 editors' p95 within 2x one editor's (issue 27)
 
 

@@ -23,3 +23,15 @@ def test_bench_serve_smoke(tiny_model_dir, tmp_path):
     assert all(p["requests"] > 0 and p["errors"] == 0 and p["p50_ms"] > 0 for p in phases)
     assert phases[1]["mean_batch_requests"] > 1  # three editors shared model calls
     assert json.loads((tmp_path / "summary.json").read_text())["benchmark"] == "serve"
+
+
+def test_the_simulated_editors_ask_what_the_language_server_asks_at_the_cursor():
+    from infill.bench.serve import LSP_OPTIONS
+    from infill.lsp.options import Options
+    from infill.lsp.server import InfillServer
+
+    server = InfillServer()
+    server.options = Options()
+    lsp = server.sampling(cursor=True)
+    assert (LSP_OPTIONS.candidates, LSP_OPTIONS.retry, LSP_OPTIONS.steps, LSP_OPTIONS.threshold) == \
+        (lsp.candidates, lsp.retry, lsp.steps, lsp.threshold)
