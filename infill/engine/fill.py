@@ -467,7 +467,7 @@ class Engine:
                 self.end_said(state, step.committed, [prepared[ri] for ri in rows], finisher, ends)
             finished_at = torch.where((finished_at == 0) & ~state.masked.any(1).cpu(), step.step, finished_at)
             if drafting is not None and step.step % drafting[1] == 0:
-                drafting[0](self.draft(prepared[0], step, state.hole[0], step.step))
+                drafting[0](self.draft(prepared[0], step, state.hole[0], step.step, ends))
         denoise_ms = (time.perf_counter() - t0) * 1000
 
         # 4. Decode every row; finish it and keep each request's best candidate (infill/engine/finish.py).
@@ -631,13 +631,15 @@ class Engine:
             fills.append(Fill(text=self.text_of(tok[:n].tolist(), heal), score=float(lp.mean()) if len(lp) else 0.0))
         return fills, total / max(count, 1), filled
 
-    def draft(self, p: _Prepared, step, hole: torch.Tensor, number: int) -> Draft:
+    def draft(self, p: _Prepared, step, hole: torch.Tensor, number: int, ends: dict[tuple[int, int], int]) -> Draft:
         """Request ``p``'s draft after denoising step ``number``: each hole's text so far in the
-        step's row 0 (its first candidate; ``hole``: that row's slot holes), masks dropped, as text
-        for the request's own hole (without the indentation moved into it, :func:`drop_indent`),
-        and the slots still masked in that row."""
+        step's row 0 (its first candidate; ``hole``: that row's slot holes), masks dropped, cut where
+        :meth:`end_said` ended it (``ends``; a speculative step may have committed past that end),
+        as text for the request's own hole (without the indentation moved into it,
+        :func:`drop_indent`), and the slots still masked in that row."""
         indents = p.indents or [""] * len(p.heals)
-        texts = [drop_indent(self.decode_hole(step.ids[0], hole, h, b), indents[h]) for h, b in enumerate(p.heals)]
+        texts = [self.decode_hole(step.ids[0], hole, h, b) for h, b in enumerate(p.heals)]
+        texts = [drop_indent(t[: ends[(0, h)]] if (0, h) in ends else t, indents[h]) for h, t in enumerate(texts)]
         return Draft(step=number, texts=texts, masked=int(step.masked[0].sum()))
 
     def decode_hole(self, ids: torch.Tensor, hole: torch.Tensor, h: int, heal: bytes = b"") -> str:

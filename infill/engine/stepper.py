@@ -283,7 +283,7 @@ class Stepper:
     # -- finishing ----------------------------------------------------------------------------
 
     def _draft(self, slot: Slot, step) -> None:
-        slot.on_draft(self.engine.draft(slot.prepared, step, slot.state.hole[0], slot.steps))
+        slot.on_draft(self.engine.draft(slot.prepared, step, slot.state.hole[0], slot.steps, slot.ends))
 
     def _end_round(self, slot: Slot) -> bool:
         """Finish the slot's round; True when the slot is done (its result set), False when a
