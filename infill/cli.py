@@ -91,6 +91,9 @@ def _add_fill(sub) -> None:
     p.add_argument("--language", default=None,
                    help="language (name, LSP id or extension; default: from the file extension; needed for stdin). "
                         "`infill languages` lists them")
+    p.add_argument("--related", metavar="PATH", action="append", default=[],
+                   help="other files, or directories to search for files of the same language, whose lines most like "
+                        "the code before a hole are read as context before the file (repeatable)")
     add_model_options(p)
     g = p.add_argument_group("sampling")
     g.add_argument("--max-tokens", type=int_in(1, MAX_HOLE_TOKENS), default=DEFAULT_MAX_TOKENS,
@@ -354,6 +357,25 @@ def run_languages(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def related_context(paths: list[str], source: Source) -> list:
+    """The snippets of the ``--related`` files that a source's first hole reads (infill/text/related.py)."""
+    from infill.protocol import Snippet
+    from infill.text import related
+    from infill.text.files import read_related
+
+    spec = spec_for(source.language) if paths else None
+    if spec is None:
+        return []
+    documents = read_related(paths, spec.extensions, {source.real_path} if source.real_path else set())
+    # Named as the model would see them in a repository: relative to the filled file's folder where under it.
+    home = source.real_path.parent if source.real_path else Path.cwd()
+    named = []
+    for path, text in documents:
+        real = Path(path).resolve()
+        named.append((real.relative_to(home).as_posix() if real.is_relative_to(home) else real.name, text))
+    return [Snippet(path, text) for path, text in related.choose(source.text, source.holes[0].start, named)]
+
+
 def run_fill(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     sources = gather(args)  # all input errors before the (slow) model load
@@ -361,7 +383,8 @@ def run_fill(args: argparse.Namespace) -> int:
 
     options = sampling_options(args)
     requests = [
-        FillRequest(text=s.text, holes=s.holes, language=s.language, options=options, path=None if s.is_stdin else s.path)
+        FillRequest(text=s.text, holes=s.holes, language=s.language, options=options, path=None if s.is_stdin else s.path,
+                    context=related_context(args.related, s))
         for s in sources
     ]
     t_load = time.perf_counter()

@@ -38,6 +38,13 @@ class SamplingOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     deadline_ms: float | None = None  # stop denoising after this long and return what is there
 
 
+class Snippet(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Whole lines of another file, read as context before the document (infill/text/related.py chooses them)."""
+
+    path: str  # named to the model in a comment line above the text
+    text: str
+
+
 class FillRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A document (or an already trimmed window of one) with one or more holes."""
 
@@ -46,6 +53,9 @@ class FillRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     language: str | None = None  # LSP language id or file extension; None = unknown
     options: SamplingOptions = SamplingOptions()
     path: str | None = None  # only for messages
+    # Other files' lines, read before the document's text within EngineConfig.related_tokens
+    # (the best last); they never receive a fill.
+    context: list[Snippet] = []
 
 
 class Fill(msgspec.Struct, frozen=True):

@@ -39,6 +39,9 @@ class Options:
     # Streaming drafts (opt-in): while a ghost-text suggestion is being filled, its partly denoised
     # fill every this many denoising steps, as infill/draft notifications (lsp/drafts.py); 0: none.
     drafts: int = 0
+    # Lines of the other open documents of the same language, the most like the code before the
+    # cursor, read as context before the document (infill/text/related.py).
+    related_files: bool = True
 
     def model_key(self) -> tuple[str | None, str | None]:
         """What identifies the loaded model: changing it means loading another engine."""
@@ -53,6 +56,7 @@ _ALIASES = {
     "minScore": "min_score",
     "cursorCandidates": "cursor_candidates",
     "draftEvery": "drafts",
+    "relatedFiles": "related_files",
 }
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")  # infill/model/device.py: no mps
 
@@ -101,7 +105,7 @@ def _check(name: str, value: Any) -> Any:
         return _int(value, 0, MAX_TOKENS_LIMIT)
     if name == "debounce_ms":
         return _int(value, 0, 10_000)
-    if name in ("constrained", "retry"):
+    if name in ("constrained", "retry", "related_files"):
         if not isinstance(value, bool):
             raise ValueError(f"expected true or false, got {value!r}")
         return value

@@ -23,6 +23,7 @@ import itertools
 import json
 import logging
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 from typing import Any
 
 from lsprotocol import types
@@ -31,7 +32,9 @@ from pygls.lsp.server import LanguageServer
 from infill.text import textpos
 from infill.text.cursor import word_before
 from infill.errors import Cancelled, InfillError
-from infill.protocol import FillRequest, FillResult, Hole, SamplingOptions
+from infill.protocol import FillRequest, FillResult, Hole, SamplingOptions, Snippet
+from infill.text import related
+from infill.text.files import RELATED_MAX_BYTES
 
 from infill.lsp import documents, feedback
 from infill.lsp.drafts import CursorDrafts
@@ -49,6 +52,8 @@ _EMPTY_COMPLETION = types.CompletionList(is_incomplete=True, items=[])
 _WARM_UP_TEXT = "def mean(values):\n    total = sum(values)\n    return \n"
 CURSOR_KINDS = ("inline", "completion")  # fills at the cursor, keyed per request kind
 LANGUAGES_NOTIFICATION = "infill/languages"  # {"languages": [...], "languageIds": [...]} once a load ends
+RELATED_MAX_DOCUMENTS = 20  # other open documents searched for context lines, at most
+RELATED_STICKY_LINES = 16  # context lines chosen for a place stand while the cursor stays this near it
 
 
 def bundled_model_dir() -> Path:
@@ -181,6 +186,8 @@ class InfillServer(LanguageServer):
         self.offered: dict[tuple[str, str], tuple[str, int, str]] = {}  # per document and kind of request, the last
         # suggestion at the cursor (the text it was for, the cursor's offset, the fill shown): typing it on needs no fill
         self._draft_ids = itertools.count(1)  # each ghost-text fill that streams drafts: its infill/draft "id"
+        # Per document, the context snippets last chosen: (the hole's line, the other documents' versions, snippets)
+        self._related: dict[str, tuple[int, tuple, list[Snippet]]] = {}
 
     # -- messages to the user ---------------------------------------------------------------
 
@@ -297,8 +304,6 @@ class InfillServer(LanguageServer):
     # -- filling --------------------------------------------------------------------------------
 
     def document(self, uri: str):
-        from urllib.parse import unquote
-
         return self.workspace.text_documents.get(unquote(uri))
 
     def served_document(self, uri: str, what: str = ""):
@@ -310,6 +315,29 @@ class InfillServer(LanguageServer):
             self.log_client(types.MessageType.Warning, f"{what}{uri} is not open")
             return None
         return doc if self.serves(doc.language_id) else None
+
+    def related_context(self, uri: str, doc, prepared) -> list[Snippet]:
+        """Lines of the other open documents of ``doc``'s language, the most like the code before
+        the first hole (infill/text/related.py), named by their file names; none with
+        ``relatedFiles`` off. The choice stands while the hole stays within RELATED_STICKY_LINES
+        of where it was made and the other documents are unchanged: the model's cached context
+        starts with the snippets, so a new choice costs a whole context's encoding."""
+        if not self.options.related_files:
+            return []
+        others = [d for u, d in list(self.workspace.text_documents.items())
+                  if u != doc.uri and d.language_id == doc.language_id and len(d.source) <= RELATED_MAX_BYTES]
+        others = others[:RELATED_MAX_DOCUMENTS]
+        versions = tuple((d.uri, d.version) for d in others)
+        start = prepared.holes[0].start
+        line = prepared.text.count("\n", 0, start)
+        kept = self._related.get(uri)
+        if kept is not None and kept[1] == versions and abs(kept[0] - line) < RELATED_STICKY_LINES:
+            return kept[2]
+        chosen = related.choose(prepared.text, start, [(Path(unquote(urlparse(d.uri).path)).name or d.uri, d.source)
+                                                         for d in others])
+        snippets = [Snippet(path, text) for path, text in chosen]
+        self._related[uri] = (line, versions, snippets)
+        return snippets
 
     async def run_fill(self, key, request: FillRequest, *, debounce_s: float = 0.0, cache_key=None,
                        elastic: bool = False, on_draft=None) -> FillResult | None:
@@ -349,7 +377,7 @@ class InfillServer(LanguageServer):
             return text, offset, rest, cursor
         prepared = documents.prepare(text, [Hole(offset, offset, self.options.max_tokens)])
         request = FillRequest(text=prepared.text, holes=prepared.holes, language=doc.language_id,
-                              options=self.sampling(cursor=True), path=uri)
+                              options=self.sampling(cursor=True), path=uri, context=self.related_context(uri, doc, prepared))
         debounce = self.options.debounce_ms / 1000 if automatic else 0.0
         on_draft = None
         if kind == "inline" and self.options.drafts:  # ghost text that streams its drafts (infill/draft)
@@ -457,6 +485,7 @@ def create_server(model: str | None = None, device: str | None = None, token: st
             ls.scheduler.cancel((params.text_document.uri, "cursor", kind))
             ls.offered.pop((params.text_document.uri, kind), None)
         ls.scheduler.cancel((params.text_document.uri, "holes"))
+        ls._related.pop(params.text_document.uri, None)
 
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
     async def inline_completion(ls: InfillServer, params: types.InlineCompletionParams) -> types.InlineCompletionList:
@@ -549,7 +578,8 @@ def create_server(model: str | None = None, device: str | None = None, token: st
             ls.show_client(types.MessageType.Info, "no <FILL> holes " + ("in the selection" if rng else "in the document"))
             return None
         prepared = documents.prepare(clean, holes)
-        request = FillRequest(text=prepared.text, holes=prepared.holes, language=doc.language_id, options=ls.sampling(), path=uri)
+        request = FillRequest(text=prepared.text, holes=prepared.holes, language=doc.language_id, options=ls.sampling(), path=uri,
+                              context=ls.related_context(uri, doc, prepared))
         result = await ls.run_fill((uri, "holes"), request)
         if result is None:
             return None

@@ -207,6 +207,30 @@ def test_run_writes_summary_and_records(tiny_engine, sources, tmp_path):
     assert by_mode["constrained"] == by_mode["unconstrained"]
 
 
+def test_related_files_and_one_mode(tiny_engine, sources, tmp_path):
+    """--related: each hole reads the other files of its package (never its own); --modes constrained alone."""
+    seen = []
+
+    class Spy:
+        model_id = "spy"
+
+        def fill_batch(self, requests):
+            seen.extend(requests)
+            return tiny_engine.fill_batch(requests)
+
+    summary = validity.run_validity(Spy(), language="js", sources=sources, holes=4, max_tokens=6, seed=0,
+                                    out_dir=tmp_path / "out", progress=False, related_files=True, modes=["constrained"])
+    assert list(summary["metrics"]) == ["constrained"] and summary["settings"]["related_files"]
+    assert 1 <= summary["related"]["holes_with_context"] <= 4  # a hole whose lines before share no name gets none
+    assert any(r.context for r in seen)
+    for r in seen:
+        assert r.options.constrained
+        assert all(s.path != r.path and s.path.startswith("lib/") for s in r.context)
+    with pytest.raises(InputError):
+        validity.run_validity(tiny_engine, language="js", sources=sources, holes=1, out_dir=tmp_path / "x",
+                              progress=False, modes=["sideways"])
+
+
 def test_cli_main_runs_each_language(tiny_engine, sources, tmp_path, capsys):
     parser = argparse.ArgumentParser()
     validity.add_arguments(parser)

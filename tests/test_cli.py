@@ -213,7 +213,7 @@ def _bad_model_dir(tiny_model_dir: Path, tmp_path: Path, what: str) -> Path:
 @pytest.mark.parametrize(
     "case",
     ["missing", "directory", "binary", "latin1", "no-holes", "bad-budget", "no-model", "not-a-model",
-     "no-tokenizer", "bad-config", "bad-weights", "no-weights", "bad-tokenizer", "at-out-of-range"],
+     "no-tokenizer", "bad-config", "bad-weights", "no-weights", "bad-tokenizer", "at-out-of-range", "related-missing"],
 )
 def test_bad_input(case, run, tmp_path, tiny_model_dir):
     good = write(tmp_path / "good.py", SRC)
@@ -236,6 +236,8 @@ def test_bad_input(case, run, tmp_path, tiny_model_dir):
         target = write(tmp_path / "n.py", "x = <FILL:9999>\n")
     elif case == "at-out-of-range":
         args = ["fill", "--write", "--at", "99:1", str(good)]
+    elif case == "related-missing":
+        args = ["fill", "--write", "--related", str(tmp_path / "no-such-dir"), str(good)]
     if target is not None:
         extra = [str(target)]
         target_before = target.read_bytes()

@@ -63,7 +63,8 @@ from infill.bench.quality import DEFAULT_OUT_ROOT, REPO_ROOT, FillEngine, _fill_
 from infill.syntax.constraint import is_valid
 from infill.errors import InfillError, InputError
 from infill.syntax.languages import grammar as lookup_grammar, spec_for
-from infill.protocol import FillRequest, FillResult, Hole, Policy, SamplingOptions
+from infill.protocol import FillRequest, FillResult, Hole, Policy, SamplingOptions, Snippet
+from infill.text import related
 from infill.syntax.document import closing_quote, error_spans
 from infill.text.textpos import byte_to_str, str_to_byte
 
@@ -73,6 +74,7 @@ DEFAULT_SOURCES = REPO_ROOT / "bench" / "sources"
 DEFAULT_LANGUAGES = ("javascript", "go")
 KINDS = ("line", "rest", "inside", "string", "block")
 DEFAULT_KINDS = ("line", "rest")
+MODES = ("constrained", "unconstrained")
 MAX_LINE_CHARS = 200
 MAX_FILE_BYTES = 200_000
 _COMMENT_STARTS = ("//", "/*", "*", "#")
@@ -98,9 +100,10 @@ class Cut:
         """The document the engine sees: the original without the hole's text."""
         return self.original[:self.start] + self.original[self.end:]
 
-    def request(self, language: str, max_tokens: int, options: SamplingOptions) -> FillRequest:
+    def request(self, language: str, max_tokens: int, options: SamplingOptions,
+                context: Sequence[Snippet] = ()) -> FillRequest:
         return FillRequest(text=self.text, holes=[Hole(self.start, self.start, max_tokens)], language=language,
-                           options=options, path=self.path)
+                           options=options, path=self.path, context=list(context))
 
 
 # --- sources and holes ------------------------------------------------------------------------
@@ -136,6 +139,32 @@ def source_files(root: Path | str, language: str) -> list[Path]:
         if ".min." in name or "-min." in name or p.stat().st_size > MAX_FILE_BYTES:
             continue
         out.append(p)
+    return out
+
+
+def package_context(root: Path, language: str, cuts: Sequence[Cut]) -> list[list[Snippet]]:
+    """Each cut's context snippets (``--related``): the windows most like the code before its hole
+    among the other files of its package (the first folder of its path), as an editor's other
+    open files of the project would give them (infill/text/related.py)."""
+    by_package: dict[str, list[Path]] = {}
+    for f in source_files(root, language):
+        by_package.setdefault(f.relative_to(root).parts[0], []).append(f)
+    texts: dict[Path, str | None] = {}
+
+    def text_of(f: Path) -> str | None:
+        if f not in texts:
+            try:
+                texts[f] = f.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                texts[f] = None
+        return texts[f]
+
+    out = []
+    for c in cuts:
+        package = c.path.split("/", 1)[0]
+        documents = [(f.relative_to(root).as_posix(), t) for f in by_package.get(package, [])
+                     if f.relative_to(root).as_posix() != c.path and (t := text_of(f)) is not None]
+        out.append([Snippet(path, text) for path, text in related.choose(c.text, c.start, documents)])
     return out
 
 
@@ -444,7 +473,8 @@ def _digest(files: Sequence[tuple[str, str]]) -> str:
 def run_validity(engine: FillEngine, *, language: str, sources: Path | str | None = None, holes: int = 200,
                  max_tokens: int = 32, seed: int = 0, options: SamplingOptions = SamplingOptions(),
                  out_dir: Path | str | None = None, max_files: int = 200, batch_size: int = 8,
-                 kinds: Sequence[str] = DEFAULT_KINDS, progress: bool = True) -> dict:
+                 kinds: Sequence[str] = DEFAULT_KINDS, progress: bool = True, related_files: bool = False,
+                 modes: Sequence[str] = MODES) -> dict:
     """Cut ``holes`` holes from ``language`` files under ``sources``, fill each constrained and
     unconstrained, judge, and write ``results.jsonl`` and ``summary.json`` to ``out_dir``.
 
@@ -457,14 +487,16 @@ def run_validity(engine: FillEngine, *, language: str, sources: Path | str | Non
     root = source_dir(sources or DEFAULT_SOURCES, language)
     files, file_stats = load_sources(root, language, max_files, seed)
     cuts = cut_holes(files, holes, seed, kinds, language)
-    modes = {"constrained": msgspec.structs.replace(options, constrained=True),
-             "unconstrained": msgspec.structs.replace(options, constrained=False)}
-    requests = {m: [c.request(language, max_tokens, o) for c in cuts] for m, o in modes.items()}
+    modes = {m: msgspec.structs.replace(options, constrained=m == "constrained") for m in MODES if m in modes}
+    if not modes:
+        raise InputError(f"modes: choose among {', '.join(MODES)}")
+    contexts = package_context(root, language, cuts) if related_files else [[] for _ in cuts]
+    requests = {m: [c.request(language, max_tokens, o, x) for c, x in zip(cuts, contexts)] for m, o in modes.items()}
     log.info("%s: %d holes from %d files under %s, max_tokens=%d", language, len(cuts), len(files), root, max_tokens)
 
     # Warm up (untimed) so the first timed batch does not pay for loading kernels and grammars.
-    _fill_one(engine, requests["unconstrained"][0])
-    _fill_one(engine, requests["constrained"][0])
+    for m in modes:
+        _fill_one(engine, requests[m][0])
     batches, seconds = [], {m: 0.0 for m in modes}
     for i in range(0, len(cuts), batch_size):
         for m in modes:
@@ -472,7 +504,7 @@ def run_validity(engine: FillEngine, *, language: str, sources: Path | str | Non
     results: dict[str, list] = {m: [] for m in modes}
     # Time each batch by itself: constrained and unconstrained alternate batch by batch.
     with _progress(progress) as bar:
-        job = bar.add_task(f"filling {language}", total=2 * len(cuts))
+        job = bar.add_task(f"filling {language}", total=len(modes) * len(cuts))
         for mode, chunk in batches:
             t0 = time.monotonic()
             results[mode].extend(_fill_chunk(engine, chunk, mode))
@@ -496,16 +528,20 @@ def run_validity(engine: FillEngine, *, language: str, sources: Path | str | Non
         },
         "settings": {
             "holes": holes, "seed": seed, "max_tokens": max_tokens, "max_files": max_files, "batch_size": batch_size,
-            "kinds": list(kinds), "options": msgspec.to_builtins(options),
+            "kinds": list(kinds), "options": msgspec.to_builtins(options), "modes": list(modes),
+            "related_files": related_files,
         },
+        # With --related: how many holes got other files' lines as context, and how many characters on average.
+        "related": {"holes_with_context": sum(bool(x) for x in contexts),
+                    "mean_chars": _mean([sum(len(s.text) for s in x) for x in contexts if x])},
         # How often the empty fill would pass: the floor that a validity rate should be read against.
         "empty_fill_validity": _mean([judge(language, c, "")["valid"] for c in cuts]),
         "metrics": {m: _mode_metrics([r for r in records if r["mode"] == m], seconds[m]) for m in modes},
         "machine": machine_info(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
-    c, u = summary["metrics"]["constrained"], summary["metrics"]["unconstrained"]
-    if c["mean_latency_ms"] and u["mean_latency_ms"]:
+    c, u = summary["metrics"].get("constrained"), summary["metrics"].get("unconstrained")
+    if c and u and c["mean_latency_ms"] and u["mean_latency_ms"]:
         summary["metrics"]["latency_ratio"] = round(c["mean_latency_ms"] / u["mean_latency_ms"], 3)
     out = Path(out_dir) if out_dir else DEFAULT_OUT_ROOT / f"validity-{language}-{time.strftime('%Y%m%d-%H%M%S')}"
     write_results(out, records, summary)
@@ -546,6 +582,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--sample-seed", type=int, default=0, help="the sampler's seed")
     parser.add_argument("--candidates", type=int, default=0)
+    parser.add_argument("--modes", type=lambda t: [x.strip() for x in t.split(",") if x.strip()], default=list(MODES),
+                        help=f"fill modes to run, among {','.join(MODES)} (default: both; the latency ratio needs both)")
+    parser.add_argument("--related", action="store_true",
+                        help="give each hole context from the other files of its package: the windows most like the "
+                             "code before it (infill/text/related.py), as an editor's other open files would")
 
 
 def main(args: argparse.Namespace, engine: FillEngine) -> int:
@@ -558,7 +599,8 @@ def main(args: argparse.Namespace, engine: FillEngine) -> int:
         out = args.out / language if args.out and len(languages) > 1 else args.out
         summaries.append(run_validity(engine, language=language, sources=args.sources, holes=args.holes,
                                       max_tokens=args.max_tokens, seed=args.seed, options=options, out_dir=out,
-                                      max_files=args.max_files, batch_size=args.batch_size, kinds=args.kinds))
+                                      max_files=args.max_files, batch_size=args.batch_size, kinds=args.kinds,
+                                      related_files=args.related, modes=args.modes))
     print_summary(summaries)
     return 0
 
@@ -581,13 +623,14 @@ def print_summary(summaries: list[dict] | dict, console: Console | None = None) 
                           ("ms", "right"), ("empty", "right")]:
         table.add_column(name, justify=justify)
     for s in summaries:
-        for mode in ("constrained", "unconstrained"):
+        modes = [m for m in MODES if m in s["metrics"]]
+        for k, mode in enumerate(modes):
             m = s["metrics"][mode]
-            table.add_row(s["language"] if mode == "constrained" else "", str(s["n_holes"]) if mode == "constrained" else "",
+            table.add_row(s["language"] if k == 0 else "", str(s["n_holes"]) if k == 0 else "",
                           "yes" if mode == "constrained" else "no", _pct(m["validity"]), _pct(m["validity_cut"]), _pct(m["exact_match"]),
                           _pct(m["exact_match_stripped"]), _pct(m["edit_similarity"]), _ms(m["mean_latency_ms"]),
                           str(m["empty_fills"]),
-                          end_section=mode == "unconstrained")
+                          end_section=k == len(modes) - 1)
     console.print(table)
     for s in summaries:
         console.print(f"{s['language']}: an empty fill would be valid in {_pct(s['empty_fill_validity'])} of the holes")

@@ -36,6 +36,8 @@ from infill.engine.finish import (Finisher, as_result, drop_indent, join_scaffol
                                   strict_request)
 from infill.decode.sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, denoise_steps
 from infill.syntax.hooks import Shape, hooks_for
+from infill.syntax.languages import spec_for
+from infill.text import related
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,10 @@ MAX_HOLE_TOKENS = 512
 EXPAND_START = 4  # live slots a variable-length hole starts with (DreamOn's min_gen_len); it grows by expand tokens
 RECENT_FILLS = 8  # the latest fills' tokens that drafts are looked up in (Engine.recent_fills)
 LINE_BREAK = "line break"  # a ban (_Prepared.bans) of every token that holds a line break
+
+
+MAX_SNIPPETS = 32  # a request's last context snippets that are read at all
+MAX_TOKEN_CHARS = 32  # characters per token that a snippet may average and still be read
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,8 @@ class EngineConfig:
     # and checked in one model call; the fill is the same, fewer calls write it (0: one slot per call)
     echo_branches: int = 3  # a ranked line's fill that only echoes the next line gets this many more greedy fills,
     # each turning off the echo one token further on (Engine.echo_branches)
+    related_tokens: int = 256  # at most this many tokens of a request's context snippets (other files), taken from
+    # the prefix's budget and never more than half the budget (Engine.snippet_tokens; 0: snippets are ignored)
 
 
 @dataclass
@@ -258,7 +266,8 @@ class Engine:
         request, indents = line_start_holes(request)
         hooks = hooks_for(request.language)
         form = shape if shape is not None else hooks.first_round(hooks.shape_of(request))
-        budget = self.budget()
+        head = self.snippet_tokens(request)
+        budget = self.budget() - len(head)
         texts = segment_texts(request)
         texts[-1] = form.opener + texts[-1]
         # Cut far-away text by characters first (at a line start) so a huge file costs nothing.
@@ -277,6 +286,7 @@ class Engine:
         if len(tokens[0]) > keep[0][1]:  # the prefix keeps its end: start at a sticky point
             keep[0] = (0, len(tokens[0]) - sticky_start(len(tokens[0]), keep[0][1], quantum=max(1, budget // 8)))
         segments = [trim(t, k) for t, k in zip(tokens, keep)]
+        segments[0] = head + segments[0]
         windows = [h.max_tokens for h in request.holes]
         # A known indentation of a fill's first line is committed up front (as the language's hooks
         # know it: Python's last hole's, and each scaffold line's: a small model's likeliest first
@@ -292,6 +302,25 @@ class Engine:
                     segments[h], windows[h] = segments[h][:-1], windows[h] + 1
         return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000, indents, form, leads, heals,
                          [None] * len(windows))
+
+    def snippet_tokens(self, request: FillRequest) -> list[int]:
+        """The tokens of the request's context snippets (other files' lines) that stand before its
+        text: each under a comment naming its path (the language table's line comment), the best
+        (the last) kept first where they do not all fit ``related_tokens`` or half the budget."""
+        room = min(self.config.related_tokens, self.budget() // 2)
+        if not request.context or room <= 0:
+            return []
+        spec = spec_for(request.language)
+        comment = spec.line_comment[0] if spec is not None and spec.line_comment else None
+        # A snippet far longer than the room could not fit (no token is that long): never tokenized.
+        texts = [related.header([(s.path, s.text)], comment) for s in request.context[-MAX_SNIPPETS:]]
+        pieces = self.tokenizer.encode_batch([t if len(t) <= room * MAX_TOKEN_CHARS else "" for t in texts])
+        kept: list[list[int]] = []
+        for piece in reversed(pieces):
+            if 0 < len(piece) <= room:
+                kept.insert(0, piece)
+                room -= len(piece)
+        return [t for piece in kept for t in piece]
 
     def heal(self, segment: list[int]) -> bytes:
         """The bytes of ``segment``'s last token where a left-to-right fill after it should write

@@ -137,3 +137,41 @@ def fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+RELATED_MAX_FILES = 400  # files read for --related, at most (directories walked in sorted order)
+RELATED_MAX_BYTES = 256_000  # a larger file is passed over
+_SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", "target", "build", "dist"})
+
+
+def read_related(paths: list[str], extensions: tuple[str, ...], exclude: set[Path]) -> list[tuple[str, str]]:
+    """(path, text) of the files named, and of the files under the directories named whose
+    extension is one of ``extensions``: other files whose lines may serve as a fill's context.
+
+    Hidden, build and dependency folders are not walked; files in ``exclude`` (resolved paths),
+    larger than RELATED_MAX_BYTES, binary or not UTF-8 are passed over; at most RELATED_MAX_FILES.
+    A path that does not exist is an InputError (the user named it)."""
+    found: list[Path] = []
+    for name in paths:
+        p = Path(name)
+        if not p.exists():
+            raise InputError(f"{name}: no such file or directory")
+        if p.is_dir():
+            for root, dirs, files in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+                found.extend(Path(root) / f for f in sorted(files) if f.rsplit(".", 1)[-1] in extensions and "." in f)
+        else:
+            found.append(p)
+    out, seen = [], set(exclude)
+    for p in found:
+        if len(out) >= RELATED_MAX_FILES:
+            break
+        try:
+            real = p.resolve(strict=True)
+            if real in seen or not real.is_file() or real.stat().st_size > RELATED_MAX_BYTES:
+                continue
+            seen.add(real)
+            out.append((str(p), decode_text(real.read_bytes(), str(p))))
+        except (OSError, InputError):
+            continue
+    return out

@@ -191,3 +191,44 @@ async def test_typing_the_start_of_a_suggestion_gets_its_rest_without_a_fill(tin
         assert got is not None and got[2] == fill[1:] and not fills  # answered from the suggestion, no fill run
     finally:
         server.scheduler.shutdown()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("related", [True, False])
+async def test_other_open_documents_of_the_language_give_context(tiny_engine, related):
+    """relatedFiles: the lines of the other open documents of the same language that share names
+    with the code before the cursor go with the request, named by their file names."""
+    server = _server(tiny_engine)
+    server.options, _ = parse_options({**FAST, "relatedFiles": related})
+    helper = "def add(a, b):\n    '''Add two numbers.'''\n    return a + b\n"
+    server.workspace.put_text_document(types.TextDocumentItem(uri="file:///virtual/lib/helpers.py", language_id="python",
+                                                              version=1, text=helper))
+    server.workspace.put_text_document(types.TextDocumentItem(uri="file:///virtual/app.js", language_id="javascript",
+                                                              version=1, text="function add(a, b) { return a + b; }\n"))
+    seen = []
+    real_fill = server.scheduler.fill
+
+    async def fill(key, request, **kwargs):
+        seen.append(request)
+        return await real_fill(key, request, **kwargs)
+
+    server.scheduler.fill = fill
+    try:
+        assert await server.fill_at_cursor(URI, types.Position(5, 7), automatic=False) is not None
+        context = seen[0].context
+        if not related:
+            assert context == []
+            return
+        assert [(s.path, s.text) for s in context] == [("helpers.py", helper)]  # not itself, not JavaScript
+        # The choice stands near its place while the other documents are unchanged; an edit of one is a new choice.
+        server.workspace.put_text_document(types.TextDocumentItem(uri="file:///virtual/lib/more.py", language_id="python",
+                                                                  version=1, text="def add(a, b, c):\n    return a + b + c\n"))
+        assert await server.fill_at_cursor(URI, types.Position(5, 6), automatic=False) is not None
+        assert {s.path for s in seen[-1].context} == {"helpers.py", "more.py"}
+        server.options, _ = parse_options({**FAST, "relatedFiles": True})
+        kept = server._related[URI]
+        server._related[URI] = (kept[0], kept[1], [])  # what was chosen for this place is what is sent
+        assert await server.fill_at_cursor(URI, types.Position(5, 5), automatic=False) is not None
+        assert seen[-1].context == []
+    finally:
+        server.scheduler.shutdown()

@@ -18,11 +18,12 @@ export interface ServerOptions {
     minScore?: number;
     cursorCandidates?: number;
     drafts?: number;
+    relatedFiles?: boolean;
 }
 
 export const SERVER_KEYS: readonly (keyof ServerOptions)[] = [
     "modelPath", "device", "maxTokens", "steps", "threshold", "debounceMs", "constrained", "retry", "feedbackFile", "minScore",
-    "cursorCandidates", "drafts",
+    "cursorCandidates", "drafts", "relatedFiles",
 ];
 
 /** Settings whose change means a new server process (the others are sent to the running one). */
@@ -73,6 +74,8 @@ export function toServerOptions(get: (key: string) => unknown, exp: Expansion): 
     if (cursorCandidates !== undefined && cursorCandidates >= 0) out.cursorCandidates = cursorCandidates;
     const drafts = int("drafts");
     if (drafts !== undefined && drafts >= 0) out.drafts = drafts;
+    const relatedFiles = get("relatedFiles");
+    if (typeof relatedFiles === "boolean") out.relatedFiles = relatedFiles;
     return out;
 }
 
