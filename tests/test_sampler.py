@@ -304,10 +304,24 @@ def test_active_rows_give_the_same_states_as_all_rows():
     ids = torch.randint(3, 64, (3, 6), generator=torch.Generator().manual_seed(2))
     valid = torch.ones(3, 6, dtype=torch.bool)
     full = model.window_hidden(ids, pos, valid, model.bind_context(cache, torch.arange(3), torch.arange(10).expand(3, 10)))
-    rows = ActiveRows(model, model.bind_context(cache, torch.arange(3), torch.arange(10).expand(3, 10)), pos)
-    for active in ([True, False, True], [False, False, True], [True, True, True]):
-        out = rows.hidden(ids, valid, torch.tensor(active))
-        assert torch.allclose(out, full[torch.tensor(active)], atol=1e-5)
+    bound = model.bind_context(cache, torch.arange(3), torch.arange(10).expand(3, 10))
+    rows = ActiveRows(model, bound, pos)
+    selected = []
+    real_select = type(bound).select
+
+    def select(self, which):
+        selected.append(which.tolist())
+        return real_select(self, which)
+
+    type(bound).select = select
+    try:
+        # 2 of 3 active: run along, no copy; 1 of 3: narrowed (from the rows held); all again: from the whole context.
+        for active, copies in (([True, False, True], []), ([False, False, True], [[2]]), ([True, True, True], [[2], [0, 1, 2]])):
+            out = rows.hidden(ids, valid, torch.tensor(active))
+            assert torch.allclose(out, full[torch.tensor(active)], atol=1e-5)
+            assert selected == copies
+    finally:
+        type(bound).select = real_select
 
 
 class EndOnlyAtFirst:

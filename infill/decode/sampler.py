@@ -360,25 +360,36 @@ class ActiveRows:
     """Runs the model on the rows that still have masked slots, in row order.
 
     Rows are independent candidates, so leaving out the finished ones (short fills end early, and
-    a batch waits for its slowest row) changes nothing for the others. The context is selected
-    again only when the set of active rows changes.
+    a batch waits for its slowest row) changes nothing for the others, and running a finished one
+    along changes nothing either. Selecting rows copies the context (a causal model's keys and
+    values of every layer), so the rows held are narrowed only once at most half of them are
+    active, from the rows held (what the model kept in them stays); a row that is active again
+    after it was let go is taken from the whole context afresh.
     """
 
     def __init__(self, model: DiffusionModel, ctx: Bound, pos: torch.Tensor):
-        self.model, self.ctx, self.pos = model, ctx, pos
-        self._key: tuple | None = None
-        self._sub: tuple = ()
+        self.model, self.full, self.full_pos = model, ctx, pos
+        self.ctx, self.pos = ctx, pos
+        self.held: torch.Tensor | None = None  # the rows ``ctx`` holds; None: all
 
     def hidden(self, ids: torch.Tensor, valid: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         """Hidden states [n, W, d] of the n rows where ``active`` [R] is True."""
-        if bool(active.all()):
-            return self.model.window_hidden(ids, self.pos, valid, self.ctx)
         rows = active.nonzero().flatten()
-        key = tuple(rows.tolist())
-        if key != self._key:
-            self._key, self._sub = key, (self.ctx.select(rows), self.pos.index_select(0, rows))
-        ctx, pos = self._sub
-        return self.model.window_hidden(ids.index_select(0, rows), pos, valid.index_select(0, rows), ctx)
+        held = self.held if self.held is not None else torch.arange(ids.shape[0], device=rows.device)
+        where = torch.full((ids.shape[0],), -1, dtype=torch.long, device=rows.device)
+        where[held] = torch.arange(len(held), device=rows.device)
+        if bool((where[rows] < 0).any()):  # a row let go is active again
+            self.ctx, self.pos, self.held = self.full.select(rows), self.full_pos.index_select(0, rows), rows
+        elif 2 * len(rows) <= len(held):
+            inner = where[rows]
+            self.ctx, self.pos, self.held = self.ctx.select(inner), self.pos.index_select(0, inner), rows
+        if self.held is None:
+            h = self.model.window_hidden(ids, self.pos, valid, self.ctx)
+            return h if bool(active.all()) else h.index_select(0, rows)
+        h = self.model.window_hidden(ids.index_select(0, self.held), self.pos, valid.index_select(0, self.held), self.ctx)
+        where[:] = -1
+        where[self.held] = torch.arange(len(self.held), device=rows.device)
+        return h if len(self.held) == len(rows) else h.index_select(0, where[rows])
 
 
 # ----------------------------------------------------------------------------------------------
