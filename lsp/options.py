@@ -40,8 +40,9 @@ class Options:
     # fill every this many denoising steps, as infill/draft notifications (lsp/drafts.py); 0: none.
     drafts: int = 0
     # Lines of the other open documents of the same language, the most like the code before the
-    # cursor, read as context before the document (infill/text/related.py).
-    related_files: bool = True
+    # cursor, read as context before the document (infill/text/related.py). Off by default: on 180
+    # fresh real-code holes it made the default model's fills no better (BENCHMARKS.md).
+    related_files: bool = False
 
     def model_key(self) -> tuple[str | None, str | None]:
         """What identifies the loaded model: changing it means loading another engine."""

@@ -15,7 +15,7 @@ function getter(values: Record<string, unknown>): (k: string) => unknown {
 
 test("defaults: only what has a value is sent, client-only settings never", () => {
     const opts = toServerOptions(getter({}), exp);
-    assert.deepEqual(opts, { device: "auto", maxTokens: 32, debounceMs: 30, constrained: true, retry: false, cursorCandidates: 1, drafts: 0, relatedFiles: true });
+    assert.deepEqual(opts, { device: "auto", maxTokens: 32, debounceMs: 30, constrained: true, retry: false, cursorCandidates: 1, drafts: 0, relatedFiles: false });
     for (const k of ["enable", "serverPath", "serverArgs", "trace"]) assert.ok(!(k in opts));
 });
 
@@ -23,12 +23,12 @@ test("every server option maps, with paths expanded", () => {
     const opts = toServerOptions(getter({
         modelPath: "~/models/m", device: "cuda:1", maxTokens: 64, steps: 8, threshold: 0.9,
         debounceMs: 0, constrained: false, retry: true, feedbackFile: "${workspaceFolder}/fb.json", serverPath: "/x/infill", enable: false,
-        minScore: -0.4, cursorCandidates: 4, drafts: 2, relatedFiles: false,
+        minScore: -0.4, cursorCandidates: 4, drafts: 2, relatedFiles: true,
     }), exp);
     assert.deepEqual(opts, {
         modelPath: "/home/u/models/m", device: "cuda:1", maxTokens: 64, steps: 8, threshold: 0.9,
         debounceMs: 0, constrained: false, retry: true, feedbackFile: "/ws/fb.json", minScore: -0.4,
-        cursorCandidates: 4, drafts: 2, relatedFiles: false,
+        cursorCandidates: 4, drafts: 2, relatedFiles: true,
     });
     assert.deepEqual(configurationPayload(opts), { infill: opts });
 });
