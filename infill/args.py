@@ -76,6 +76,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                    help="context reuse for open diffusion models whose context attends to the fill (Dream, LLaDA, ...): "
                         "exact recomputes every step; approximate reuses the context's keys and values across steps "
                         "(faster, close). Our own model is exact either way (default: exact)")
+    p.add_argument("--suffix-lines", type=int_in(0), default=None,
+                   help="a causal model reads this many lines after the hole's line before the text before it (default: 0)")
     p.add_argument("--lookahead", type=int_in(0), default=None,
                    help="a causal model's speculative steps: tokens guessed ahead by prompt lookup and checked in one "
                         "model call (the same fill, fewer calls; 0: one token a call; default: 4)")
@@ -87,6 +89,8 @@ def engine_settings(args: argparse.Namespace) -> dict:
            "cache_mode": getattr(args, "cache_mode", "exact")}
     if getattr(args, "lookahead", None) is not None:
         out["lookahead"] = args.lookahead
+    if getattr(args, "suffix_lines", None) is not None:
+        out["suffix_lines"] = args.suffix_lines
     return out
 
 

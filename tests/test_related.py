@@ -106,14 +106,37 @@ def test_the_engine_reads_snippets_before_the_prefix_within_their_room(default_e
         related.header([("helpers.py", HELPERS[-140:])], "#"))
     assert with_context.segments[0] == head + plain.segments[0]
     assert engine.tokenizer.decode(with_context.segments[0]).startswith("# other.py\nclass Widget0")
-    # Too little room: the best snippet (the last) is kept, the others dropped; 0: none at all.
+    # Too little room: the best snippet (the last) is kept whole, the one before it cut to its first lines that fit.
+    best = engine.tokenizer.encode(related.header([("helpers.py", HELPERS[-140:])], "#"))
     tight = Engine(engine.model, engine.tokenizer, replace(engine.config, related_tokens=len(head) - 1), engine.model_id)
-    assert tight.prepare(request).segments[0] == engine.tokenizer.encode(related.header([("helpers.py", HELPERS[-140:])], "#")) + plain.segments[0]
+    cut = tight.prepare(request).segments[0]
+    assert cut[-len(best) - len(plain.segments[0]):] == best + plain.segments[0]
+    shorter = engine.tokenizer.decode(cut[: len(cut) - len(best) - len(plain.segments[0])])
+    assert shorter.startswith("# other.py\nclass Widget0") and shorter.endswith("\n\n") and len(shorter) < 200
+    assert OTHER[:200].startswith(shorter[len("# other.py\n"):-1])  # whole first lines
     off = Engine(engine.model, engine.tokenizer, replace(engine.config, related_tokens=0), engine.model_id)
     assert off.prepare(request).segments[0] == plain.segments[0]
-    # A snippet far too long to fit is never tokenized, and never half kept.
-    huge = FillRequest(text=CODE, holes=request.holes, language="python", context=[Snippet("big.py", "x = 1\n" * 20_000)])
-    assert engine.prepare(huge).segments[0] == plain.segments[0]
+    # A snippet far longer than the room: its first lines, never the whole of it tokenized.
+    huge = FillRequest(text=CODE, holes=request.holes, language="python", context=[Snippet("big.py", "x = 1\n" * 200_000)])
+    got = engine.tokenizer.decode(engine.prepare(huge).segments[0][: -len(plain.segments[0])])
+    assert got.startswith("# big.py\nx = 1\n") and 0 < got.count("x = 1") < 100
+
+
+def test_a_causal_model_reads_the_lines_after_the_hole_first_where_asked(default_engine):
+    from dataclasses import replace
+
+    from infill.engine.fill import Engine
+
+    engine = Engine(default_engine.model, default_engine.tokenizer, replace(default_engine.config, suffix_lines=2),
+                    default_engine.model_id)
+    text = "def f(x):\n    y = \n    z = y * 2\n    return z + x\n\nprint(f(1))\n"
+    at = text.index("y = ") + 4
+    request = FillRequest(text=text, holes=[Hole(at, at, 8)], language="python", path="src/calc.py")
+    plain = default_engine.prepare(request)
+    got = engine.prepare(request)
+    head = got.segments[0][: len(got.segments[0]) - len(plain.segments[0])]
+    assert engine.tokenizer.decode(head) == "# calc.py (further down)\n    z = y * 2\n    return z + x\n\n"
+    assert got.segments[1:] == plain.segments[1:]
 
 
 def test_a_name_only_another_file_defines_reaches_the_fill(default_engine):
@@ -143,3 +166,14 @@ def test_fill_related_reads_the_files_of_a_directory(tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0
     assert json.loads(out)["fills"][0]["text"].startswith("frobnicated_settings("), out
+
+
+def test_suffix_lines_is_a_model_option():
+    import argparse
+
+    from infill.args import add_model_options, engine_settings
+
+    p = argparse.ArgumentParser()
+    add_model_options(p)
+    assert engine_settings(p.parse_args(["--suffix-lines", "24"]))["suffix_lines"] == 24
+    assert "suffix_lines" not in engine_settings(p.parse_args([]))  # the engine's default stands

@@ -49,7 +49,7 @@ LINE_BREAK = "line break"  # a ban (_Prepared.bans) of every token that holds a 
 
 
 MAX_SNIPPETS = 32  # a request's last context snippets that are read at all
-MAX_TOKEN_CHARS = 32  # characters per token that a snippet may average and still be read
+MAX_TOKEN_CHARS = 32  # characters per token of room that a snippet's lines are read for, at most
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,8 @@ class EngineConfig:
     # and checked in one model call; the fill is the same, fewer calls write it (0: one slot per call)
     echo_branches: int = 3  # a ranked line's fill that only echoes the next line gets this many more greedy fills,
     # each turning off the echo one token further on (Engine.echo_branches)
+    suffix_lines: int = 0  # a causal model reads this many lines after the last hole's line before the prefix,
+    # as a snippet named for the file (Engine.snippet_tokens): names used further down; 0: none
     related_tokens: int = 256  # at most this many tokens of a request's context snippets (other files), taken from
     # the prefix's budget and never more than half the budget (Engine.snippet_tokens; 0: snippets are ignored)
 
@@ -304,23 +306,42 @@ class Engine:
                          [None] * len(windows))
 
     def snippet_tokens(self, request: FillRequest) -> list[int]:
-        """The tokens of the request's context snippets (other files' lines) that stand before its
-        text: each under a comment naming its path (the language table's line comment), the best
-        (the last) kept first where they do not all fit ``related_tokens`` or half the budget."""
+        """The tokens of the request's context snippets (other files' lines, and where
+        ``suffix_lines`` asks, a causal model's lines after the last hole's line) that stand before
+        its text: each under a comment naming its file (the language table's line comment), the
+        last (the best, nearest the text) kept first, each cut to its first lines that fit what is
+        left of ``related_tokens`` (and of half the budget), none where not even one line fits."""
         room = min(self.config.related_tokens, self.budget() // 2)
-        if not request.context or room <= 0:
-            return []
+        snippets = [(s.path, s.text) for s in request.context[-MAX_SNIPPETS:]]
+        if self.config.suffix_lines and self.model.capabilities.left_to_right:
+            after = request.text[request.holes[-1].end :]
+            below = "".join(after[after.find("\n") + 1 :].splitlines(keepends=True)[: self.config.suffix_lines]) if "\n" in after else ""
+            if below.strip():
+                snippets.append((f"{Path(request.path or 'this file').name} (further down)", below))
         spec = spec_for(request.language)
         comment = spec.line_comment[0] if spec is not None and spec.line_comment else None
-        # A snippet far longer than the room could not fit (no token is that long): never tokenized.
-        texts = [related.header([(s.path, s.text)], comment) for s in request.context[-MAX_SNIPPETS:]]
-        pieces = self.tokenizer.encode_batch([t if len(t) <= room * MAX_TOKEN_CHARS else "" for t in texts])
         kept: list[list[int]] = []
-        for piece in reversed(pieces):
-            if 0 < len(piece) <= room:
+        for path, text in reversed(snippets):
+            piece = self.first_lines(path, text, comment, room)
+            if piece:
                 kept.insert(0, piece)
                 room -= len(piece)
         return [t for piece in kept for t in piece]
+
+    def first_lines(self, path: str, text: str, comment: str | None, room: int) -> list[int]:
+        """The tokens of a snippet under its header, cut to its first whole lines that fit ``room``."""
+        lines, chars = [], 0
+        for line in text.splitlines(keepends=True):  # no token is longer than MAX_TOKEN_CHARS: never tokenize more
+            chars += len(line)
+            if chars > room * MAX_TOKEN_CHARS:
+                break
+            lines.append(line)
+        while lines:
+            piece = self.tokenizer.encode(related.header([(path, "".join(lines))], comment))
+            if len(piece) <= room:
+                return piece
+            lines = lines[: min(len(lines) - 1, len(lines) * room // len(piece))]
+        return []
 
     def heal(self, segment: list[int]) -> bytes:
         """The bytes of ``segment``'s last token where a left-to-right fill after it should write
