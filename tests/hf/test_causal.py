@@ -38,8 +38,10 @@ def load(directory):
 
 def engine_of(directory, candidates: int = 1, **config):
     """An engine over a freshly loaded model (no prefix cache from earlier fills); by default one
-    candidate row, the greedy fill (section 9 tests the ranked draws)."""
+    candidate row, the greedy fill (section 9 tests the ranked draws), reading the text before the
+    hole alone (no lines further down: the references here decode the prefix)."""
     m, tok = load(directory)
+    config.setdefault("suffix_lines", 0)
     return Engine(m, tok, EngineConfig(model_dir=directory, device="cpu", precision="fp32", rerank_candidates=candidates,
                                        **config))
 
@@ -514,7 +516,7 @@ def test_int8_checkpoint_runs_int8_on_the_cpu_close_to_its_float_model(hf_models
     assert (a - b).abs().max() <= 2e-2 * scale, (a - b).abs().max()  # the same weights, multiplied as int8 (bf16 activations)
     # and through the seam (the context, then one slot at a time): the float model's first prediction
     # (the tiny model's logits are too flat for a greedy fill to survive bf16 rounding unchanged)
-    ea, eb = Engine(m, tok, EngineConfig(device="cpu", precision="fp32")), engine_of(deq)
+    ea, eb = Engine(m, tok, EngineConfig(device="cpu", precision="fp32", suffix_lines=0)), engine_of(deq)
     first = []
     for e in (ea, eb):
         _, _, bound, state = engine_rows(e, [request(PREFIX)])
