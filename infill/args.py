@@ -77,7 +77,7 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                         "exact recomputes every step; approximate reuses the context's keys and values across steps "
                         "(faster, close). Our own model is exact either way (default: exact)")
     p.add_argument("--suffix-lines", type=int_in(0), default=None,
-                   help="a causal model reads this many lines after the hole's line before the text before it (default: 24; 0: none)")
+                   help="a causal model reads this many lines after the hole's line before the text before it (default: 0, none)")
     p.add_argument("--lookahead", type=int_in(0), default=None,
                    help="a causal model's speculative steps: tokens guessed ahead by prompt lookup and checked in one "
                         "model call (the same fill, fewer calls; 0: one token a call; default: 4)")

@@ -74,7 +74,7 @@ class EngineConfig:
     # and checked in one model call; the fill is the same, fewer calls write it (0: one slot per call)
     echo_branches: int = 3  # a ranked line's fill that only echoes the next line gets this many more greedy fills,
     # each turning off the echo one token further on (Engine.echo_branches)
-    suffix_lines: int = 24  # a causal model reads this many lines after the last hole's line before the prefix,
+    suffix_lines: int = 0  # a causal model reads this many lines after the last hole's line before the prefix,
     # as a snippet named for the file (Engine.snippet_tokens): names used further down; 0: none
     related_tokens: int = 256  # at most this many tokens of a request's context snippets (other files), taken from
     # the prefix's budget and never more than half the budget (Engine.snippet_tokens; 0: snippets are ignored)
