@@ -318,6 +318,8 @@ class Engine:
             below = "".join(after[after.find("\n") + 1 :].splitlines(keepends=True)[: self.config.suffix_lines]) if "\n" in after else ""
             if below.strip():
                 snippets.append((f"{Path(request.path or 'this file').name} (further down)", below))
+        if not snippets:
+            return []
         spec = spec_for(request.language)
         comment = spec.line_comment[0] if spec is not None and spec.line_comment else None
         kept: list[list[int]] = []
