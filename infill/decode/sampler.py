@@ -376,20 +376,23 @@ class ActiveRows:
         """Hidden states [n, W, d] of the n rows where ``active`` [R] is True."""
         rows = active.nonzero().flatten()
         held = self.held if self.held is not None else torch.arange(ids.shape[0], device=rows.device)
-        where = torch.full((ids.shape[0],), -1, dtype=torch.long, device=rows.device)
-        where[held] = torch.arange(len(held), device=rows.device)
-        if bool((where[rows] < 0).any()):  # a row let go is active again
+        inner = _places(held, ids.shape[0])[rows]  # each active row's place among the rows held (-1: let go)
+        if bool((inner < 0).any()):  # a row let go is active again
             self.ctx, self.pos, self.held = self.full.select(rows), self.full_pos.index_select(0, rows), rows
         elif 2 * len(rows) <= len(held):
-            inner = where[rows]
             self.ctx, self.pos, self.held = self.ctx.select(inner), self.pos.index_select(0, inner), rows
         if self.held is None:
             h = self.model.window_hidden(ids, self.pos, valid, self.ctx)
             return h if bool(active.all()) else h.index_select(0, rows)
         h = self.model.window_hidden(ids.index_select(0, self.held), self.pos, valid.index_select(0, self.held), self.ctx)
-        where[:] = -1
-        where[self.held] = torch.arange(len(self.held), device=rows.device)
-        return h if len(self.held) == len(rows) else h.index_select(0, where[rows])
+        return h if len(self.held) == len(rows) else h.index_select(0, _places(self.held, ids.shape[0])[rows])
+
+
+def _places(held: torch.Tensor, n: int) -> torch.Tensor:
+    """[n]: each row's index in ``held``, -1 for rows not in it."""
+    where = torch.full((n,), -1, dtype=torch.long, device=held.device)
+    where[held] = torch.arange(len(held), device=held.device)
+    return where
 
 
 # ----------------------------------------------------------------------------------------------
