@@ -156,13 +156,13 @@ class EngineClient:
                     self.hello, self.model_id = hello, hello.model
                     self.model.languages = tuple(hello.languages) if hello.languages else None
                     self._ws = ws
-                    self.connected.set()
                     delay = BACKOFF_START_S
-                    if self._down_said:
+                    if self._down_said:  # said before `connected` is set: a waiter sees both
                         self._status("up", f"the engine at {self.url} is reachable again ({hello.model})")
                         self._down_said = False
                     else:
                         log.info("connected to the engine at %s (%s)", self.url, hello.model)
+                    self.connected.set()
                     async for frame in ws:
                         self._on_frame(frame)
                     raise ConnectionError("the server closed the connection")

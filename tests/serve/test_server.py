@@ -122,7 +122,9 @@ def test_busy_when_the_queue_is_full(server):
             m = wire.decode_server(ws.recv(timeout=60))
             (results if isinstance(m, wire.Result) else errors).append(m)
     assert errors and all(e.code == wire.BUSY and "busy" in e.message for e in errors)
-    assert len(results) >= 3
+    # The queue holds two; the first request may still wait there (not yet in the batch) when the
+    # others arrive, so at least the queue's two are served.
+    assert len(results) >= 2 and len(errors) <= 10
 
 
 def test_per_connection_in_flight_limit_and_duplicate_ids(server):
