@@ -41,7 +41,7 @@ from typing import Callable
 
 import torch
 
-from infill.decode.sampler import CancelFlag, Denoiser, NoConstraint, Windows
+from infill.decode.sampler import ActiveRows, CancelFlag, Denoiser, NoConstraint, Windows
 from infill.engine.fill import Engine, _Layout, _Prepared, needs_retry
 from infill.engine.finish import Finisher, as_result, join_scaffold, merge_retry, stay_quiet, strict_request
 from infill.errors import Cancelled
@@ -96,8 +96,7 @@ class Stepper:
         self._ids = itertools.count(1)
         self._base_key: tuple | None = None  # (slot id, round) of every row in the bound context
         self._base = None  # (bound context over all rows of those slots, row offset of each)
-        self._active_key: tuple | None = None
-        self._active = None  # (bound context, pos, valid) of the rows of the last model call
+        self._rows: ActiveRows | None = None  # the base's rows, narrowed as they finish (sampler.ActiveRows)
         self._join = None  # the model's Bound.join (rows of several bound contexts as one), False: it has none
         self.calls = 0  # model calls so far
         self.last_call: list[tuple[int, int]] = []  # (slot id, rows) in the last model call
@@ -185,7 +184,7 @@ class Stepper:
             else:
                 going.append(slot)
         if not going:  # an idle stepper keeps no context alive
-            self._base_key = self._base = self._active_key = self._active = None
+            self._base_key = self._base = self._rows = None
             return out
         t0 = time.perf_counter()
         try:
@@ -194,7 +193,7 @@ class Stepper:
             for slot in going:
                 self.remove(slot, e)
                 out.append(slot)
-            self._base_key = self._active_key = None
+            self._base_key = self._rows = None
             return out
         elapsed = time.perf_counter() - t0
         at = 0
@@ -217,29 +216,22 @@ class Stepper:
         return out
 
     def _model_call(self, going: list[Slot]) -> tuple[torch.Tensor, list[tuple[Slot, int]]]:
-        """One window_hidden and one logits call over the rows of ``going`` that have masked slots."""
+        """One window_hidden and one logits call over the rows of ``going`` that have masked slots
+        (the rows held narrowed as in denoise_steps: sampler.ActiveRows)."""
         model = self.model
         base_key = tuple((s.id, s.round) for s in going)
+        W = max(s.state.ids.shape[1] for s in going)
         if base_key != self._base_key:
             self._rebuild(going)
-            self._base_key, self._active_key = base_key, None
-        bound, offsets = self._base
+            pos = torch.cat([_pad(s.state.pos, W, 0) for s in going])
+            self._base_key, self._rows = base_key, ActiveRows(model, self._base[0], pos)
         active = [s.state.masked.any(1) for s in going]
-        rows = torch.cat([a.nonzero().flatten() + off for a, off in zip(active, offsets)])
-        key = tuple(rows.tolist())
-        W = max(s.state.ids.shape[1] for s in going)
-        if key != self._active_key:
-            total = offsets[-1] + going[-1].rows
-            sub = bound if len(key) == total else bound.select(rows.to(self.engine.device))
-            pos = torch.cat([_pad(s.state.pos[a], W, 0) for s, a in zip(going, active)])
-            valid = torch.cat([_pad(s.den.valid[a], W, False) for s, a in zip(going, active)])
-            self._active_key, self._active = key, (sub, pos, valid)
-        sub, pos, valid = self._active
         # Speculative drafts share the step's spare slots in proportion to each request's rows.
-        total = max(1, len(key))
+        total = max(1, sum(int(a.sum()) for a in active))
         spare = max(0, going[0].den.schedule.lookahead_slots - total)
-        ids = torch.cat([_pad(s.den.fed_ids(spare * int(a.sum()) // total)[a], W, model.pad_id) for s, a in zip(going, active)])
-        hidden = model.window_hidden(ids, pos, valid, sub)
+        ids = torch.cat([_pad(s.den.fed_ids(spare * int(a.sum()) // total), W, model.pad_id) for s, a in zip(going, active)])
+        valid = torch.cat([_pad(s.den.valid, W, False) for s in going])
+        hidden = self._rows.hidden(ids, valid, torch.cat(active))
         picked, parts, at = [], [], 0
         for s, a in zip(going, active):
             n = int(a.sum())

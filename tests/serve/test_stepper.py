@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+import torch
 
 from infill.engine.stepper import Stepper
 from infill.errors import Cancelled
@@ -73,3 +74,37 @@ def test_drafts_every_n_steps(tiny_engine):
     drain(st)
     assert [d.step for d in drafts] == [2, 4, 6]
     assert all(len(d.texts) == 1 for d in drafts)
+
+
+
+def test_rows_that_finish_leave_the_model_call_and_the_others_go_on_alike(tiny_engine, monkeypatch):
+    from infill.decode import sampler
+
+    held = []
+    real = sampler.ActiveRows.hidden
+
+    def spy(self, ids, valid, active):
+        out = real(self, ids, valid, active)
+        held.append(None if self.held is None else self.held.tolist())
+        return out
+
+    monkeypatch.setattr(sampler.ActiveRows, "hidden", spy)
+    r = req(n=24, candidates=4, constrained=False, retry=False)
+
+    def run(finish_others: bool):
+        held.clear()
+        st = Stepper(tiny_engine)
+        slot = st.add(r)
+        assert slot.rows == 4
+        st.step()
+        if finish_others:  # rows 1-3 end here, as short candidates do
+            with torch.inference_mode():
+                slot.state.masked[1:] = False
+        drain(st)
+        return slot.state.ids[0].tolist(), list(held)
+
+    alone, calls = run(True)
+    assert calls[0] is None and calls[1:] and all(h == [0] for h in calls[1:]), "one row left: only it runs"
+    together, calls = run(False)
+    assert all(h is None for h in calls)
+    assert alone == together, "a row's fill does not depend on the rows run along with it"
