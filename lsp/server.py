@@ -387,6 +387,11 @@ class InfillServer(LanguageServer):
                                      cache_key=documents.cache_key(prepared.text, prepared.holes[0]), on_draft=on_draft)
         if result is None:
             return None
+        t = result.timings
+        log.debug("filled %s:%d in %.0f ms (context %.0f, denoise %.0f, constrain %.0f, rank %.0f ms; %d steps, "
+                  "%d candidates, %d rounds, %d tokens of %d context): score %.3f, valid %s", uri, position.line + 1,
+                  t.total_ms, t.context_ms, t.denoise_ms, t.constrain_ms, t.rank_ms, t.steps, t.candidates, t.rounds,
+                  t.tokens_filled, t.context_tokens, result.fills[0].score, result.fills[0].valid)
         if doc.version != version or self.document(uri) is not doc or doc.source != text:
             log.debug("dropping a fill for an outdated version of %s", uri)
             return None

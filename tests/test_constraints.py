@@ -66,6 +66,32 @@ def test_validity_is_judged_against_the_documents_own_errors():
 
 
 @pytest.mark.parametrize(
+    "language, doc, good, bad",
+    [
+        # A file cut mid-block (its first line is a stray 'else:', its last an open call) with a
+        # half-typed string at the cursor: the original's one error swallows the whole file.
+        ("python", "        else:\n            x = 2\n\nclass A:\n    def f(self):\n        names = [\n"
+                   "            'a',\n            'de|\n            'c',\n        ]\n        return foo(\n",
+         "st',", "st']"),
+        ("javascript", "x = 1;\n}\n\nfunction f() {\n  const names = [\n    'a',\n    'de|\n    'c',\n  ];\n"
+                       "  return 1;\n}\n\nfunction g(\n", "st',", "st'])"),
+    ],
+)
+def test_errors_the_originals_error_at_the_hole_swallowed_stay_the_documents(language, doc, good, bad):
+    assert valid_at(language, doc, good), "the cut's errors far from the hole are not the fill's"
+    assert not valid_at(language, doc, bad)
+
+
+def test_a_fill_that_leaves_a_closer_stray_is_invalid_though_taking_its_line_out_does_the_same():
+    text = ("fn f(node: &N) {\n    for el in node.pairs() {\n        let (it, p) = el.into_tuple();\n"
+            "        if let Some(p) = p {\n            g(p);\n        }\n    }\n}\n\nfn h() {}\n")
+    s = text.index("if let")
+    e = text.index("{", s) + 1
+    assert is_valid("rust", text, [(s, e)], ["if p.is_some() {"])
+    assert not is_valid("rust", text, [(s, e)], ["g(it);"]), "the block's '}' is left stray"
+
+
+@pytest.mark.parametrize(
     "doc, blank, closing",
     [
         # The hole at the end of the file, after a dict whose '}' it took: the unclosed '{' is its error.

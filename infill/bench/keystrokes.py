@@ -316,7 +316,7 @@ def server_command(model_dir: Path | None, device: str, threads: int | None, log
     if threads:
         cmd += ["--threads", str(threads)]
     if log_file is not None:
-        cmd += ["--log-file", str(log_file), "-v"]
+        cmd += ["--log-file", str(log_file), "-vv"]  # each fill's timings (debug)
     return cmd
 
 

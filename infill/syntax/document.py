@@ -8,7 +8,11 @@
   must accept that region too. Errors of the original that touch a hole, or
   that only whitespace parts from one, are the fill's business (a half-typed line is what a
   completion finishes; an unclosed bracket before a hole at the end of a file, the fill closes);
-  errors elsewhere are the baseline, matched by position through the edit. A document broken
+  errors elsewhere are the baseline, matched by position through the edit. Where the original's
+  error at a hole swallows the document's others (a cut file's stray first line and a half-typed
+  string at the cursor make one ERROR of it all), the errors that the region has with the holes'
+  lines taken out are the baseline too, where something other than whitespace parts them from
+  every fill (``Document._lines_out``). A document broken
   away from its holes is judged whole where no compiler judges (its top-level nodes may not be
   the text's: a stray '}' ends a class early), and a fill that leaves no error at all there
   mends it (``Document.errors``: a hole cut where a block's opening line stood). Fills are
@@ -117,6 +121,7 @@ class Document:
             self.start, self.end, self.local, self.local_tree = 0, len(self.data), self.data, self.tree
             self._judge_in_region()
         self._outer: Document | None = None
+        self._reference: tuple[list[tuple[int, int]], set[tuple[int, int, int]]] | None = None  # _lines_out's
         self.contexts: dict[int, HoleContext] = {}  # hole_context's, per hole
 
     def _broken_away(self) -> bool:
@@ -135,7 +140,9 @@ class Document:
         # An error that only whitespace parts from a hole is the hole's too (an unclosed '{' or
         # a block header with no body right before it, a stray 'else:' right after it).
         reach = [blank_around(self.local, s, t) for s, t in self.local_spans]
-        self.baseline = [e for e in error_spans(self.local_tree.root_node) if not any(_touch(e.start, e.end, s, t) for s, t in reach)]
+        errors = error_spans(self.local_tree.root_node)
+        self.baseline = [e for e in errors if not any(_touch(e.start, e.end, s, t) for s, t in reach)]
+        self.broken_at_holes = len(errors) > len(self.baseline)  # the text has an error at a hole itself
 
     def outer(self) -> "Document":
         """The same document judged in the top-level statements around the holes (itself where it is)."""
@@ -206,6 +213,8 @@ class Document:
             in_fill = any(_touch(err.start, err.end, a, b) for a, b in spans)
             if in_fill or not any(_touch(err.start, err.end, a, b) for a, b in shifted):
                 new.append(err)
+        if new and self.broken_at_holes and not any(any(_touch(e.start, e.end, a, b) for a, b in spans) for e in new):
+            new = self._not_in_lines_out(new, data, spans, fills)
         if not new and self.strict is not None:
             err = self.strict.error(data)
             if err is not None:
@@ -214,6 +223,59 @@ class Document:
 
     def valid(self, fills: list[bytes]) -> bool:
         return not self.new_errors(fills)[0]
+
+    def _lines_out(self) -> tuple[list[tuple[int, int]], set[tuple[int, int, int]]]:
+        """The holes' lines in the judged region (bytes [start, end) up to the line break, merged),
+        and the errors of the region parsed with them taken out: (start, end, how many taken lines
+        come before it), those at a taken line left out (they are the fill's business)."""
+        if self._reference is None:
+            lines: list[tuple[int, int]] = []
+            for s, e in self.local_spans:
+                a, b = line_start(self.local, s), line_end(self.local, e)
+                b -= self.local[b - 1 : b] == b"\n"
+                if lines and a <= lines[-1][1]:
+                    lines[-1] = (lines[-1][0], max(b, lines[-1][1]))
+                else:
+                    lines.append((a, b))
+            parts, at, points = [], 0, []
+            for a, b in lines:
+                parts.append(self.local[at:a])
+                points.append(sum(map(len, parts)))
+                at = b
+            parts.append(self.local[at:])
+            errors = set()
+            for err in error_spans(self.grammar.parse(b"".join(parts)).root_node):
+                if not any(_touch(err.start, err.end, q, q) for q in points):
+                    k = sum(q <= err.start for q in points)  # taken lines before the error
+                    errors.add((err.start, err.end, k))
+            self._reference = (lines, errors)
+        return self._reference
+
+    def _not_in_lines_out(self, new: list[ErrorSpan], data: bytes, spans: list[tuple[int, int]],
+                          fills: list[bytes]) -> list[ErrorSpan]:
+        """``new`` (none at a fill; ``data``, ``spans``: the filled region and the fills in it) less
+        the errors that the region also has with the holes' lines taken out, at the same place
+        through the edit, and that something other than whitespace parts from every fill. Asked only
+        where the original has an error at a hole: the document may be broken elsewhere in a way
+        that this error swallowed (a cut file's first line, a half-typed string), so that its
+        baseline could not name it. Where the original has none there, every error the fill brings
+        is the fill's (the stray closer of a block whose opening line the fill did not write again,
+        though taking that line out makes the same). An error right after a fill stays the fill's."""
+        lines, reference = self._lines_out()
+        growth = [len(f) - (e - s) for (s, e), f in zip(self.local_spans, fills)]
+        taken = [sum(g for (s, _), g in zip(self.local_spans, growth) if a <= s <= b) + (b - a) for a, b in lines]
+        ends, moved = [], 0  # each taken line's end in the filled region
+        for (a, b), t in zip(lines, taken):
+            ends.append(a + moved + t)
+            moved += t - (b - a)
+        kept = []
+        for err in new:
+            k = sum(end <= err.start for end in ends)
+            shift = sum(taken[:k])
+            near = any(_touch(err.start, err.end, *blank_around(data, a, b)) for a, b in spans)
+            if near or (err.start - shift, err.end - shift, k) not in reference:
+                kept.append(err)
+        return kept
 
 
 # ------------------------------------------------------------------------------------------------
