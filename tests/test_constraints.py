@@ -311,6 +311,27 @@ def test_a_refused_proposal_of_the_quote_that_closes_the_string_ends_the_fill(li
     assert tokens[0, 1] == PAD and allowed[0, 1]
 
 
+
+def test_a_healed_word_is_read_once(list_tokenizer):
+    """The engine took the cut word's last token back (token healing): the first slot writes it
+    again, so the constraint reads that token without the healed bytes, and judges the row's
+    fills (which come without them) against the document as it is."""
+    tok = list_tokenizer(["<pad>", "<mask>", "<eos>", " return", " x", ")"])
+    ret, x, close = (tok.vocab.index(t) for t in (" return", " x", ")"))
+    req = request("def f(x):\n    ret|\n", window=3)
+    hole = torch.zeros(1, 3, dtype=torch.long)
+    state = windows([[MASK, MASK, MASK]], [[True, True, True]])
+    healed = for_chunk([req], [0], hole, tok, 0, 1, heals=[[b" ret"]])
+    plain = for_chunk([req], [0], hole, tok, 0, 1)
+    proposal = torch.tensor([[ret, x, PAD]])
+    assert healed.steer(state, proposal, state.masked.clone())[1].tolist() == [[True, True, True]]
+    assert plain.steer(state, proposal, state.masked.clone())[1].tolist() == [[True, False, True]], \
+        "read twice, 'ret return' is a statement that ' x' cannot follow"
+    assert healed.steer(state, torch.tensor([[x, close, PAD]]), state.masked.clone())[1][0, 0].item() is False, \
+        "the healed slot takes only tokens that start with the healed bytes"
+    assert healed.judge(0, ["urn x"]) and not healed.judge(0, ["urn x)"])
+
+
 # ---------------------------------------------------------------------------------------------
 # The Constraint protocol on sampler state, with a character tokenizer and a scripted model.
 

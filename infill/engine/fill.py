@@ -14,6 +14,7 @@ import contextlib
 import gc
 import logging
 import math
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from infill.syntax.languages import spec_for
 from infill.text import related
 
 log = logging.getLogger(__name__)
+_WORD = re.compile(rb"[A-Za-z0-9_]+")  # a word's bytes, as token healing takes them back (Engine.heal)
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "model" / "default_model"
 MAX_HOLE_TOKENS = 512
@@ -299,7 +301,8 @@ class Engine:
         heals = [b""] * len(windows)
         if self.model.capabilities.left_to_right:  # a hole whose indentation is committed (a lead) is not healed:
             for h in range(len(windows)):  # the language's steering reads its fill from that indentation on
-                heals[h] = self.heal(segments[h]) if not leads[h] else b""
+                after = request.text[request.holes[h].end : request.holes[h].end + 1]
+                heals[h] = self.heal(segments[h], after) if not leads[h] else b""
                 if heals[h]:
                     segments[h], windows[h] = segments[h][:-1], windows[h] + 1
         return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000, indents, form, leads, heals,
@@ -345,19 +348,27 @@ class Engine:
             lines = lines[: min(len(lines) - 1, len(lines) * room // len(piece))]
         return []
 
-    def heal(self, segment: list[int]) -> bytes:
+    def heal(self, segment: list[int], after: str = "") -> bytes:
         """The bytes of ``segment``'s last token where a left-to-right fill after it should write
-        that token again (token healing): whitespace. Running text writes a space with the word
-        after it (" return") and a line break with the next line's indentation, so a context that
-        ends at a bare space or line break is a boundary the model has seldom seen (after "def "
-        it ends the fill; after a line break it writes a blank line). Only whitespace is healed:
-        the syntax constraint reads the healed bytes as part of the fill, where whitespace changes
-        nothing. (A word cut at the cursor would gain most from healing, but then steering refuses
-        the healed tokens and the fill is lost: not yet.)"""
+        that token again (token healing), or b"": whitespace, or a word cut at the hole (its ASCII
+        letters, digits and underscores, with the space before them where the token has it) that
+        ``after``, the character after the hole, does not go on. Running text writes a space with
+        the word after it (" return") and a line break with the next line's indentation, so a
+        context that ends at a bare space or line break is a boundary the model has seldom seen
+        (after "def " it ends the fill; after a line break it writes a blank line); and a word cut
+        short ends in a token that running text seldom ends a word with ("_negativ" goes on with
+        "_option" where "e_number" was meant). The fill's first slot is bound to the tokens that
+        start with these bytes; the syntax constraint reads that token without them
+        (SyntaxConstraint.heals)."""
         if not segment:
             return b""
         last = self.tokenizer.token_bytes(segment[-1])
-        return last if last and not last.strip() else b""
+        if last and not last.strip():
+            return last
+        word = last[1:] if last.startswith(b" ") else last
+        if word and _WORD.fullmatch(word) and not (after and (after.isalnum() or after == "_")):
+            return last
+        return b""
 
     def token_set(self, head: bytes, anywhere: bool = False) -> torch.Tensor:
         """[V] bool: the tokens whose bytes start with ``head`` (``anywhere``: that hold it)."""
@@ -498,7 +509,7 @@ class Engine:
         syntax = None
         if constraint is None:
             syntax = syntax_constraints.for_chunk([p.request for p in prepared], rows, hole_t, self.tokenizer, pad_id, mask_id,
-                                                  [p.shape for p in prepared])
+                                                  [p.shape for p in prepared], [p.heals for p in prepared])
         bound = self.model.bind_context(cache, rows_t, cpos_t.to(dev))
         state = self.initial_state(prepared, lay)
         # Requests in a chunk share their sampling options; each row keeps its request's steps.

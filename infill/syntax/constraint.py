@@ -147,8 +147,14 @@ def mendable(language: str | None, text: str, holes: list[tuple[int, int]], fill
 class SyntaxConstraint:
     """The Constraint of one engine chunk. ``checks[r]`` is row r's request check (or None)."""
 
-    def __init__(self, checks: list[RequestCheck | None], hole: torch.Tensor, tokenizer, pad_id: int, mask_id: int):
+    def __init__(self, checks: list[RequestCheck | None], hole: torch.Tensor, tokenizer, pad_id: int, mask_id: int,
+                 heals: list[list[bytes]] | None = None):
         self.checks = checks
+        # heals[r][h]: the bytes that the first token of hole h of row r writes again (token
+        # healing: the engine took the context's last token back, and binds the slot to tokens
+        # that start with it); they are in the document already, so the constraint reads that
+        # token without them. ASCII (whitespace, or a word's characters).
+        self.heals = heals or [[] for _ in range(hole.shape[0])]
         self.tokenizer = tokenizer
         self.pad_id, self.mask_id = pad_id, mask_id
         hole = hole.cpu()
@@ -179,6 +185,14 @@ class SyntaxConstraint:
     def _text(self, tokens: list[int]) -> str:
         return b"".join(self.token_bytes(t) for t in tokens).decode("utf-8", "replace")
 
+    def _heal(self, r: int, h: int) -> str:
+        heals = self.heals[r]
+        return heals[h].decode("ascii") if h < len(heals) else ""
+
+    def _run_text(self, r: int, h: int, run: list[int]) -> str:
+        """The text of the tokens ``run`` from hole h's first slot on, its healed bytes left out."""
+        return b"".join(self.token_bytes(t) for t in run)[len(self._heal(r, h)) :].decode("utf-8", "replace")
+
     def _lead_tokens(self, texts: list[str]) -> list[int]:
         """The first token of each of ``texts`` (if the tokenizer can say)."""
         encode = getattr(self.tokenizer, "encode", None)
@@ -196,12 +210,12 @@ class SyntaxConstraint:
     def _state(self, r: int, h: int, lexer: Lexer, run: list[int]) -> LexState:
         """Lexer state after the committed run ``run`` of hole h in row r (cached, incremental)."""
         cached = self._lex.get((r, h))
-        if cached is not None and run[: len(cached[0])] == cached[0]:
+        if cached is not None and cached[0] and run[: len(cached[0])] == cached[0]:
             done, st = cached
             if len(run) > len(done):
                 st = lexer.feed(st, self._text(run[len(done) :]))[0]
         else:
-            st = lexer.feed(lexer.start, self._text(run))[0]
+            st = lexer.feed(lexer.start, self._run_text(r, h, run))[0]
         self._lex[(r, h)] = (list(run), st)
         return st
 
@@ -264,23 +278,24 @@ class SyntaxConstraint:
         for k in range(first, b):
             tok = draft[k] if masked[k] else ids[k]
             room = b - k - 1 if k >= free_from else None
-            if masked[k] and asked[k] and not self._may_take(lexer, st, tok, room):
+            heal = self._heal(r, h) if k == a else ""
+            if masked[k] and asked[k] and not self._may_take(lexer, st, tok, room, heal):
                 options = alternatives(r, k) if alternatives is not None and k == first else ()
                 # The end the model proposes ends the fill even before committed slots (they are cut).
-                may_end = k == first and not no_pad[k]
+                may_end = k == first and not no_pad[k] and not heal
                 ends = self._end_signal(lexer, tok) if may_end else []
-                tok = self._first_allowed(lexer, st, [*ends, *options], room)
+                tok = self._first_allowed(lexer, st, [*ends, *options], room, heal)
                 if tok is None and k == first:  # a header's ':' the model ranks low; a head nothing ranked may go on ends
-                    forced = self._lead_tokens(lexer.owes(st))
+                    forced = self._lead_tokens(lexer.owes(st)) if not heal else []
                     forced += [self.pad_id] if may_end and room is not None and lexer.ends_short() else []
-                    tok = self._first_allowed(lexer, st, forced, room)
+                    tok = self._first_allowed(lexer, st, forced, room, heal)
                 if tok is None:
                     return k
                 draft[k] = tok
             seen += masked[k]
             if tok == self.pad_id or seen == LOOKAHEAD:
                 return None
-            st = lexer.feed(st, self._token_text(tok))[0]
+            st = lexer.feed(st, self._token_text(tok)[len(heal) :])[0]
         return None
 
     def _end_signal(self, lexer: Lexer, tok: int) -> list[int]:
@@ -300,13 +315,18 @@ class SyntaxConstraint:
             return []
         return self._lead_tokens([before]) if before else [self.pad_id]
 
-    def _may_take(self, lexer: Lexer, st: LexState, tok: int, room: int | None) -> bool:
+    def _may_take(self, lexer: Lexer, st: LexState, tok: int, room: int | None, heal: str = "") -> bool:
         """May a slot after the state ``st`` take token ``tok``? ``room``: how many free slots of
         the window follow it (0: the fill ends with it; None: not known, committed ones follow);
-        what the fill must still close has to fit in them."""
+        what the fill must still close has to fit in them. ``heal``: the healed text the slot's
+        token must start with (read without it)."""
         if tok == self.pad_id:
-            return lexer.can_end(st)
+            return not heal and lexer.can_end(st)
         text = self._token_text(tok)
+        if heal:
+            if not text.startswith(heal):
+                return False
+            text = text[len(heal) :]
         if room != 0:
             if not lexer.accepts(st, text):
                 return False
@@ -314,9 +334,9 @@ class SyntaxConstraint:
         after, ok = lexer.feed(st, text, final=True)
         return ok and lexer.can_end(after)
 
-    def _first_allowed(self, lexer: Lexer, st: LexState, tokens, room: int | None) -> int | None:
+    def _first_allowed(self, lexer: Lexer, st: LexState, tokens, room: int | None, heal: str = "") -> int | None:
         """The first of ``tokens`` (best first) a slot after the state ``st`` may take; None if none may."""
-        return next((t for t in tokens if t != self.mask_id and self._may_take(lexer, st, t, room)), None)
+        return next((t for t in tokens if t != self.mask_id and self._may_take(lexer, st, t, room, heal)), None)
 
     def first_admissible(self, state, r: int, slot: int, tokens: list[int]) -> int | None:
         """The first of ``tokens`` that window slot ``slot`` of row ``r`` may take, where it is
@@ -334,8 +354,9 @@ class SyntaxConstraint:
                     return None
                 st = self._state(r, h, lexer, run)
                 room = b - slot - 1 if bool(state.masked[r, slot:b].all()) else None
-                found = self._first_allowed(lexer, st, tokens, room)
-                if found is None:  # what must come next (a closer, a header's first word), if the model ranks it low
+                heal = self._heal(r, h) if slot == a else ""
+                found = self._first_allowed(lexer, st, tokens, room, heal)
+                if found is None and not heal:  # what must come next (a closer, a header's first word), if the model ranks it low
                     found = self._first_allowed(lexer, st, self._lead_tokens(lexer.due(st, ending=room is not None)), room)
                 return found
             return None
@@ -368,16 +389,19 @@ class SyntaxConstraint:
 
     def _repair_row(self, check: RequestCheck, r: int, row: list[int]) -> set[int]:
         """Window slots of row r whose tokens overlap errors its fills introduced."""
-        holes = []  # per hole: (slots, fill tokens, byte offset of each token in its fill)
+        holes = []  # per hole: (slots, fill tokens, byte offset of each token in its fill, its length there)
         fills = []
-        for slots in self.slots[r]:
+        for h, slots in enumerate(self.slots[r]):
             toks = self._fill_tokens([row[s] for s in slots])
-            offs, at = [], 0
+            cut = len(self._heal(r, h))  # the healed bytes the tokens start with are not the fill's
+            offs, lens, at = [], [], -cut
             for t in toks:
-                offs.append(at)
-                at += len(self.token_bytes(t))
-            holes.append((slots, toks, offs))
-            fills.append(b"".join(self.token_bytes(t) for t in toks))
+                end = at + len(self.token_bytes(t))
+                offs.append(max(at, 0))
+                lens.append(max(end, 0) - max(at, 0))
+                at = end
+            holes.append((slots, toks, offs, lens))
+            fills.append(b"".join(self.token_bytes(t) for t in toks)[cut:])
         errors, spans = check.new_errors(fills)
         flag: set[int] = set()
 
@@ -393,19 +417,19 @@ class SyntaxConstraint:
                         flag.update(self._blame(holes[h], spans[h], s0, s1))
             else:  # outside every fill (e.g. MISSING '}' at the end): blame the nearest fill before it
                 before = [h for h, (a, _) in enumerate(spans) if a <= err.start] or [0]
-                slots, toks, _ = holes[before[-1]]
+                slots, toks, _, _ = holes[before[-1]]
                 syntax = [slots[k] for k, t in enumerate(toks) if _SYNTAX_CHARS & set(self._token_text(t))]
                 flag.update(syntax or slots[max(len(toks) - 1, 0) :])
         return flag
 
     def _blame(self, hole, span: tuple[int, int], s0: int, s1: int) -> list[int]:
         """Slots of one hole's fill whose tokens overlap error bytes [s0, s1] of the filled text."""
-        slots, toks, offs = hole
+        slots, toks, offs, lens = hole
         a, b = span
         lo, hi = s0 - a, max(s1, s0 + 1) - a
         if s0 == s1:
             lo -= 1  # a MISSING node: blame the token before it too
-        hit = [slots[k] for k, t in enumerate(toks) if offs[k] < hi and offs[k] + len(self.token_bytes(t)) > lo]
+        hit = [slots[k] for k in range(len(toks)) if offs[k] < hi and offs[k] + lens[k] > lo]
         if s1 >= b or not hit:  # at the fill's end: let it shrink (its last token) or grow (its pads)
             hit += slots[max(len(toks) - 1, 0) :]
         return hit
@@ -482,9 +506,10 @@ class SyntaxConstraint:
 
 
 def for_chunk(requests: list[FillRequest], rows: list[int], hole: torch.Tensor, tokenizer, pad_id: int, mask_id: int,
-              shapes: list[Shape] | None = None) -> SyntaxConstraint | None:
+              shapes: list[Shape] | None = None, heals: list[list[bytes]] | None = None) -> SyntaxConstraint | None:
     """The constraint for an engine chunk: ``rows[r]`` is the request index of row r;
-    ``shapes[i]`` is request i's (see RequestCheck; without ``shapes``, each request's language hooks' ``no_shape``).
+    ``shapes[i]`` is request i's (see RequestCheck; without ``shapes``, each request's language hooks' ``no_shape``);
+    ``heals[i]``: request i's healed bytes per hole (SyntaxConstraint.heals).
 
     None when no request in the chunk is constrained and has a usable grammar.
     """
@@ -502,6 +527,7 @@ def for_chunk(requests: list[FillRequest], rows: list[int], hole: torch.Tensor, 
         checks.append(check)
     if not any(checks):
         return None
-    c = SyntaxConstraint([checks[i] for i in rows], hole, tokenizer, pad_id, mask_id)
+    c = SyntaxConstraint([checks[i] for i in rows], hole, tokenizer, pad_id, mask_id,
+                         [heals[i] for i in rows] if heals else None)
     c.seconds += time.perf_counter() - t0
     return c

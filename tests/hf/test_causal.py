@@ -337,7 +337,7 @@ def test_speculative_steps_give_the_fill_of_one_slot_a_step(hf_dirs):
     plain = Engine.load(EngineConfig(model_dir=hf_dirs("causal-llama"), device="cpu", precision="fp32", lookahead=0))
     fast = Engine(plain.model, plain.tokenizer, replace(plain.config, lookahead=4), plain.model_id)
     taken = 0
-    for prefix in (PREFIX, LONGER, "aaaa"):  # (after "aaaa" the random model loops: its guesses are taken)
+    for prefix in (PREFIX, LONGER, "aaaa aaaa aaaa +"):  # (after that, the random model loops: its guesses are taken)
         request = FillRequest(text=prefix + SUFFIX, holes=[Hole(len(prefix), len(prefix), 12)], language="python",
                               options=SamplingOptions(candidates=1, constrained=False))
         want, got = plain.fill(request), fast.fill(request)
@@ -376,7 +376,9 @@ def test_a_context_ending_at_a_line_break_is_healed(hf_dirs):
     assert engine.heal(tok.encode("x = (")) == b"" and engine.heal([]) == b""
     assert engine.heal(tok.encode("x = 1\n\n")) == b"\n\n"
     assert engine.prepare(request("x = (", "\n")).heals == [b""]
-    assert engine.heal(tok.encode("x = retu")) == b""  # only whitespace is healed
+    cut = tok.encode("x = retu")  # a word cut at the hole is healed, where the text after it does not go on with it
+    assert engine.heal(cut) == tok.token_bytes(cut[-1]) != b"" and engine.heal(cut, "\n") == engine.heal(cut)
+    assert engine.heal(cut, "r") == b"" and engine.heal(cut, "_") == b""
     space = tok.encode("x = ")
     assert tok.token_bytes(space[-1]) == b" " and engine.heal(space) == b" "  # a bare space too
     assert engine.heal(tok.encode("x = '")) == b""
