@@ -150,11 +150,11 @@ class SyntaxConstraint:
     def __init__(self, checks: list[RequestCheck | None], hole: torch.Tensor, tokenizer, pad_id: int, mask_id: int,
                  heals: list[list[bytes]] | None = None):
         self.checks = checks
-        # heals[r][h]: the bytes that the first token of hole h of row r writes again (token
+        # heals[r][h]: the text that the first token of hole h of row r writes again (token
         # healing: the engine took the context's last token back, and binds the slot to tokens
         # that start with it); they are in the document already, so the constraint reads that
-        # token without them. ASCII (whitespace, or a word's characters).
-        self.heals = heals or [[] for _ in range(hole.shape[0])]
+        # token without them. ASCII (whitespace, or a word's characters), decoded once here.
+        self.heals = [[b.decode("ascii") for b in row] for row in heals] if heals else [[] for _ in range(hole.shape[0])]
         self.tokenizer = tokenizer
         self.pad_id, self.mask_id = pad_id, mask_id
         hole = hole.cpu()
@@ -187,7 +187,7 @@ class SyntaxConstraint:
 
     def _heal(self, r: int, h: int) -> str:
         heals = self.heals[r]
-        return heals[h].decode("ascii") if h < len(heals) else ""
+        return heals[h] if h < len(heals) else ""
 
     def _run_text(self, r: int, h: int, run: list[int]) -> str:
         """The text of the tokens ``run`` from hole h's first slot on, its healed bytes left out."""
