@@ -247,6 +247,40 @@ def test_prefix_cache_runs_only_the_new_context_tokens(hf_dirs):
     assert result.fills[0].text == want.fills[0].text == again.fills[0].text
 
 
+def test_a_document_typed_in_keeps_one_row_in_the_prefix_cache(hf_dirs, monkeypatch):
+    """A keystroke's row takes the place of the row it grew from, so a document typed in for a while
+    holds one row, not one per keystroke: with room for one row per document, the other documents'
+    rows stay, and their next keystroke runs only its new tokens (kept as an LRU of every keystroke's
+    row, the typed document's stale rows pushed the others out and they ran their whole context)."""
+    from infill.model.hf import causal
+
+    engine = engine_of(hf_dirs("causal-llama"))
+    m, tok = engine.model, engine.tokenizer
+    docs = [PREFIX, LONGER, "import os\n\nx = os.path.join(a, b) +"]
+    typed = [" 1 +", " 2 +", " 3 +", " 4 +"]  # after an operator: each keystroke's tokens follow the last ones
+    room = sum(len(tok.encode(d + "".join(typed))) + 2 for d in docs)  # one row per document, grown
+    monkeypatch.setattr(causal, "PREFIX_TOKENS", room)
+    for d in docs:
+        engine.fill(request(d))
+    for k in range(1, len(typed) + 1):  # the first document is typed in; the others wait
+        engine.fill(request(docs[0] + "".join(typed[:k])))
+    calls = []
+    real = m._run
+
+    def counting(tokens, positions, mask, cache=None):
+        calls.append(tokens.shape[1])
+        return real(tokens, positions, mask, cache)
+
+    m._run = counting
+    for d in docs[1:]:
+        calls.clear()
+        engine.recent_fills.clear()
+        engine.fill(request(d + typed[0]))
+        new = len(tok.encode(d + typed[0])) - len(tok.encode(d))
+        assert calls[0] <= new + 1, (d, calls[0])  # the typed tokens (and a last token re-cut), not the document
+    assert len(m._rows) == len(docs)
+
+
 # --------------------------------------------------------------------------- 4. stale slots
 
 

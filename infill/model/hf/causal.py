@@ -8,7 +8,8 @@ once computed, and this model computes each one once:
 * the context: the lead and the context tokens before the last window slot of a row (text after
   it is never read), run once per fill; a row's keys and values are kept in a small cache keyed
   on its tokens and positions, so the next fill of a document whose prefix grew by a keystroke
-  runs only the new tokens (the prefix's states are exactly the pretrained model's);
+  runs only the new tokens (the prefix's states are exactly the pretrained model's), and its row
+  takes the place of the one it grew from (so that many documents typed in at once each keep one);
 * the windows: each step runs only the slots committed since the last step (usually one per
   row), appending their keys and values; a slot the sampler masks again (a repair) drops its
   row's window states, which are run again from the committed slots.
@@ -35,6 +36,9 @@ from infill.model.hf.model import HFContext, HFDiffusionModel, additive_mask, po
 
 PREFIX_TOKENS = 16384  # context tokens whose states are kept across fills, in all (the documents being
 # edited: a row's entry is about 23 MB per 1k tokens for the default model); the oldest go first
+SUPERSEDED = 16  # a kept row that a new row repeats all but at most this many tokens of (and at least half
+# of) is dropped for it (the document's next keystroke: its prefix grew, its last tokens changed); from
+# the new row it is at most that many tokens away. Short documents that merely begin alike keep theirs
 
 
 class _Appending:
@@ -157,6 +161,8 @@ class CausalLM(HFDiffusionModel):
         h = self._run(tokens[None, n:], q_pos, mask, cache)[0]
         kv = [(torch.cat([k, fk], 2), torch.cat([v, fv], 2)) for (k, v), (fk, fv) in zip(past, cache.fresh)]
         out = _Row(tokens, positions, kv, torch.cat([past_h, h]))
+        if best is not None and n >= len(row.tokens) - SUPERSEDED and 2 * n >= len(row.tokens):
+            del self._rows[best]
         self._serial += 1
         self._rows[self._serial] = out
         while len(self._rows) > 1 and sum(len(r.tokens) for r in self._rows.values()) > PREFIX_TOKENS:
