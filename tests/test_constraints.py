@@ -561,10 +561,15 @@ def test_a_broken_constraint_lets_the_fill_go_on(monkeypatch):
         ("javascript", "function f(a) {\n  const x = foo(a, ", "b);\n  return x;\n}\n", "\n}\n", "b)"),
         ("javascript", "function f(a) {\n  const x = ", "a + 1;\n  return x;\n}\n\nfunction g() {}", "\n", "a + 1;"),
         ("go", "package main\n\nfunc f() int {\n\tx := ", "1\n\treturn x\n}\n", "\n}\n", "1"),
-        ("rust", "fn f() -> i32 {\n    let x = g(", "1, 2);\n    x\n}\n", "\n}\n", "1, 2)"),
-        ("c", "int f(void) {\n    int x = g(", "1, 2);\n    return x;\n}\n", "\n}\n", "1, 2)"),
-        ("java", "class A {\n  int f() {\n    return g(", "1);\n  }\n}\n", "\n  }\n}\n", "1)"),
+        ("rust", "fn f() -> i32 {\n    let x = g(", "1, 2);\n    x\n}\n", "\n}\n", "1, 2);"),  # its line's ';' too
+        ("c", "int f(void) {\n    int x = g(", "1, 2);\n    return x;\n}\n", "\n}\n", "1, 2);"),
+        ("java", "class A {\n  int f() {\n    return g(", "1);\n  }\n}\n", "\n  }\n}\n", "1);"),
         ("python", "    def f(sel", "f, x):\n        return x", "\n        pass\n", "f, x):"),  # a header keeps its ':'
+        # a cut inside its line that leaves an error there goes on to the line's end, in every language
+        ("javascript", "function f(pa", "rams, b) {", "\n  return b;\n}\n", "rams, b) {"),
+        ("java", "class A {\n  void f(Callback cb", "ack) {", "\n    run();\n  }\n}\n", "ack) {"),
+        ("cpp", "int f() {\n  send(resul", "t(req.id));", "\n  return 0;\n}\n", "t(req.id));"),
+        ("go", "package main\n\nvar xs = []T{\n\t{\"a\", \"b", "\"},", "\n\t{\"c\", \"d\"},\n}\n", "\"},"),
         ("python", "if g(", "x):\n    y = 1\nz = 2", "\n", "x):"),
         ("cobol-unknown", "x = foo(", "1)\ny", "\n", "1)\ny"),
         ("python", "x = foo(", "   ", "\n", "   "),

@@ -63,7 +63,6 @@ def test_a_new_brace_language_is_data_only():
     assert d.strict(hooks.Shape()) == hooks.Shape(closes=True) and d.scaffold(request, hooks.Shape()) is None
     assert d.lead_widths(hooks.Shape(), 2) == [None, None] and d.head_window(hooks.Shape(closes=True)) is None
     assert d.strict_check(b"x", [(0, 1)]) is None and d.nested_region(None, b"", [(0, 0)]) is None
-    assert d.extend_cut(lambda data: [], b"a", b"bc", b"d", b"b") == b"b"
 
 
 def test_a_table_that_names_a_missing_hooks_package_fails_loudly():

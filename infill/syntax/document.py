@@ -29,7 +29,7 @@ Nothing here knows about tokens, tensors or the sampler.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from infill.syntax.hooks import hooks_for
 from infill.syntax.languages import Grammar, grammar as lookup_grammar
@@ -452,16 +452,28 @@ def touching(errors, start: int, end: int) -> bool:
     return any(_touch(e.start, e.end, start, end) for e in errors)
 
 
+def line_of_cut(errors_of: Callable[[bytes], list[ErrorSpan]], pre: bytes, mid: bytes, suf: bytes, cut: bytes) -> bytes:
+    """``cut`` (a prefix of the fill ``mid`` between ``pre`` and ``suf``), or where the fill up to
+    the end of the cut's line leaves the document fewer errors, that: a unit ends inside its line,
+    while what the line goes on with (a block's opener, a statement's terminator, a list's
+    separator) is still the fill's. ``errors_of``: a document's error spans."""
+    errors = len(errors_of(pre + cut + suf))
+    if not errors:
+        return cut
+    nl = mid.find(b"\n", len(cut))
+    line = mid[: nl if nl >= 0 else len(mid)]
+    return line if line != cut and len(errors_of(pre + line + suf)) < errors else cut
+
+
 def truncate_completion(language: str | Grammar | None, prefix: str, fill: str, suffix: str) -> str:
     """Cut a completion inserted at a cursor where the syntactic unit around the cursor ends.
 
     The unit is the innermost statement, block or bracketed list (``boundaries.scm``) that starts
     before the cursor and ends inside the fill; the fill is cut at its end (as SAFIM's
-    post-processing does). The language's hooks may move the cut (``LanguageHooks.extend_cut``:
-    in Python a cut that leaves an error at its end, inside a block header's line, goes on to that
-    line's end, ``f, x):``, not ``f, x)``). Conservative: no
-    grammar, no such unit, a unit with errors in it, or a cut that leaves more errors than the
-    whole fill, and the fill comes back unchanged.
+    post-processing does), or at the end of that line where that leaves fewer errors
+    (:func:`line_of_cut`: a header's ``f(x) {`` or ``f, x):``, a statement's ``g(x);``, not
+    ``f(x)`` or ``g(x)``). Conservative: no grammar, no such unit, a unit with errors in it, or a
+    cut that leaves more errors than the whole fill, and the fill comes back unchanged.
     """
     g = language if isinstance(language, Grammar) else lookup_grammar(language)
     if g is None or not fill.strip():
@@ -497,7 +509,7 @@ def truncate_completion(language: str | Grammar | None, prefix: str, fill: str, 
     cut = mid[:end]
     if not cut.strip():
         return fill
-    cut = hooks_for(g.spec).extend_cut(errors_of, pre, mid, suf, cut)
+    cut = line_of_cut(errors_of, pre, mid, suf, cut)
     after = len(errors_of(pre + cut + suf))
     if after > len(whole) and after > len(errors_of(pre + suf)):
         return fill  # the cut breaks more than the whole fill and than the document without it

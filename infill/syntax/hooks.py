@@ -10,7 +10,6 @@ comments from the table alone; everything else a language needs it asks the lang
   :meth:`strict`) and what that adds to the steering context (:meth:`steering_context`);
 - scaffolds: a hole filled as several (:meth:`scaffold`, :meth:`join_scaffold`);
 - an optional compiler check of the judged region (:meth:`strict_check`);
-- header-line rules in truncation (:meth:`extend_cut`);
 - which region a fill is judged in (:meth:`nested_region`).
 
 :class:`LanguageHooks` is the default, a brace language's: nothing beyond the table, so that adding
@@ -182,11 +181,6 @@ class LanguageHooks:
     def strict_check(self, region: bytes, spans: list[tuple[int, int]]) -> CompileCheck | None:
         """A compiler check of the judged ``region`` with holes at ``spans`` (None: tree-sitter alone)."""
         return None
-
-    def extend_cut(self, errors_of: "Callable[[bytes], list[ErrorSpan]]", pre: bytes, mid: bytes, suf: bytes, cut: bytes) -> bytes:
-        """A completion's truncation ``cut`` (a prefix of the fill ``mid`` between ``pre`` and ``suf``),
-        moved where the language's line rules want it; ``errors_of``: a document's error spans."""
-        return cut
 
 
 DEFAULT = LanguageHooks()

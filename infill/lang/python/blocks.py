@@ -1,11 +1,10 @@
 """Python's block structure read from the tree: the region a fill is judged in, the indentation
-levels and seam at a hole, and header lines in truncation.
+levels and seam at a hole.
 
 - :func:`method_region`: the method (or class) of a top-level class that holds the holes, which
   parses on its own after ``if 1:`` (``PythonHooks.nested_region``);
 - :func:`hole_context`: Python's part of a hole's context (:class:`OffsideContext`): the
-  indentation levels open at it, the logical line before it, the seam with the text after it;
-- :func:`header_line_end`: a truncation inside a block header's line goes on to its ':'.
+  indentation levels open at it, the logical line before it, the seam with the text after it.
 
 Everything in UTF-8 bytes, as infill/syntax/document.py. It does not steer or sample.
 """
@@ -15,7 +14,7 @@ from __future__ import annotations
 import re
 
 from infill.lang.python.offside import OffsideContext
-from infill.syntax.document import Document, last_leaf, touching
+from infill.syntax.document import Document, last_leaf
 from infill.text.textpos import indent_width, line_end, line_start
 
 MAX_LINE_BEFORE = 1000  # bytes of a logical line before a hole inside brackets that steering checks as a line
@@ -151,19 +150,3 @@ def levels_at(root, data: bytes, pos: int) -> dict:
     after_colon = last.type == ":" and b"\n" in between
     last_sig = ":" if last.type == ":" else last.text.decode("utf-8", "replace")[-1:] if last.text else ""
     return dict(levels=tuple(sorted(levels)) if exact else None, after_colon=after_colon, last_sig=last_sig)
-
-
-def header_line_end(errors_of, pre: bytes, mid: bytes, suf: bytes, cut: bytes) -> bytes:
-    """``cut`` (a prefix of the fill ``mid``), or where it leaves an error at its end that the
-    whole fill does not have there, the fill up to the end of the cut's line if that leaves none
-    (the ':' of a header whose brackets the cut closed). ``errors_of``: a document's error spans."""
-    c = len(pre)
-    if touching(errors_of(pre + mid + suf), c, c + len(mid)):
-        return cut
-    if not touching(errors_of(pre + cut + suf), c, c + len(cut)):
-        return cut
-    nl = mid.find(b"\n", len(cut))
-    line = mid[: nl if nl >= 0 else len(mid)]
-    ok = not touching(errors_of(pre + line + suf), c, c + len(line))
-    return line if ok and line != cut else cut
-

@@ -5,8 +5,7 @@
 - shapes and scaffolds: stand-in fills (infill/lang/python/shape.py), nested headers filled as
   holes of their own (infill/lang/python/scaffold.py);
 - judging: a fill in a method of a class is judged in that method (``nested_region``), and
-  CPython's compiler judges too (infill/lang/python/pycompile.py);
-- truncation: a cut inside a block header's line goes on to its ':' (``extend_cut``).
+  CPython's compiler judges too (infill/lang/python/pycompile.py).
 """
 
 from __future__ import annotations
@@ -102,10 +101,6 @@ class PythonHooks(LanguageHooks):
 
     def strict_check(self, region, spans):
         return StrictCheck(region, spans)
-
-    def extend_cut(self, errors_of, pre, mid, suf, cut):
-        """A cut inside a block header's line goes on to the line's end (``f):``, not ``f)``)."""
-        return blocks.header_line_end(errors_of, pre, mid, suf, cut)
 
 
 HOOKS = PythonHooks()
