@@ -25,7 +25,9 @@ slot joins, leaves or starts a round, the live set's bound context is the slots'
 (``Bound.join`` where the model's bound contexts have it, as ours do: a copy, padded to the longest
 context, with room for the windows; otherwise every live context is encoded, joined and bound
 again through the seam), and it is narrowed with ``Bound.select`` when only some rows finish, as
-the sampler's ActiveRows does.
+the sampler's ActiveRows does. Where a bound context keeps what a step computed (``Bound.take``:
+a causal model's window states), the rows that were running join with it, so that they go on
+from where they were and are not run again.
 
 Everything of a request lives in its Slot (state per request, nothing shared but the model and
 the context cache), so a replica can be wrapped (e.g. by a Ray Serve deployment) unchanged.
@@ -245,6 +247,21 @@ class Stepper:
         self.last_call = [(s.id, int(a.sum())) for s, a in zip(going, active)]
         return model.logits(torch.cat(picked)), parts
 
+    def _kept(self, slot: Slot):
+        """``slot``'s rows as the last model call held them, with what the model keeps of them
+        (``Bound.take``: a causal model's window states, so that its windows are not run again when
+        another slot joins or leaves); None where that call did not hold them all, or the model's
+        bound contexts keep nothing of a step."""
+        held, key = self._rows, (slot.id, slot.round)
+        if held is None or not hasattr(held.ctx, "take") or key not in (self._base_key or ()):
+            return None
+        first = self._base[1][self._base_key.index(key)]
+        rows = list(range(first, first + slot.rows))
+        at = {r: i for i, r in enumerate(held.held.tolist())} if held.held is not None else {r: r for r in rows}
+        if any(r not in at for r in rows):
+            return None
+        return held.ctx.take(torch.tensor([at[r] for r in rows], dtype=torch.long, device=self.engine.device))
+
     def _rebuild(self, going: list[Slot]) -> None:
         """The bound context for every row of ``going``: their contexts joined (padded to the longest)."""
         engine = self.engine
@@ -254,7 +271,7 @@ class Stepper:
             at += s.rows
         if self._join and all(s.bound is not None for s in going):
             width = max(s.state.ids.shape[1] for s in going)
-            self._base = (self._join([s.bound for s in going], width), offsets)
+            self._base = (self._join([self._kept(s) or s.bound for s in going], width), offsets)
             return
         t0 = time.perf_counter()
         ctx = engine.context_cache.encode(self.model, [s.prepared.segments for s in going])

@@ -742,6 +742,41 @@ def test_the_prefix_cache_keeps_many_documents(hf_dirs):
     assert calls and all(n == 1 for n in calls)  # no document's context ran again
 
 
+def test_a_slot_joining_a_running_batch_leaves_the_others_windows_as_they_were(hf_dirs, monkeypatch):
+    """infill serve's stepper with a causal model: when a request joins (or leaves) the batch, the
+    rows already running keep their window states (CausalBound.take and join): the next call runs
+    only their newly committed slot, not their whole window again; and every fill is the one its
+    request gets alone."""
+    from infill.engine.stepper import Stepper
+
+    engine = engine_of(hf_dirs("causal-llama"), lookahead=0)  # one window token a row a call
+    first, second, third = request(PREFIX, max_tokens=12), request(LONGER, max_tokens=12), request("import os\n\nx =", max_tokens=12)
+    alone = [engine.fill(r).fills[0].text for r in (first, second, third)]
+    fed = []
+    real = CausalLM._feed
+
+    def counting(self, st, ids, pos, new):
+        fed.append(new.sum(1).tolist())
+        return real(self, st, ids, pos, new)
+
+    monkeypatch.setattr(CausalLM, "_feed", counting)
+    stepper = Stepper(engine)
+    a = stepper.add(first)
+    for _ in range(3):
+        stepper.step()
+    fed.clear()
+    b = stepper.add(second)
+    stepper.step()
+    assert fed[0][0] <= 1, fed  # the running row's next slot alone; its window is not run again
+    c = stepper.add(third)
+    for _ in range(100):
+        if not stepper.slots:
+            break
+        stepper.step()
+    assert [s.error for s in (a, b, c)] == [None, None, None]
+    assert [s.result.fills[0].text for s in (a, b, c)] == alone
+
+
 # --------------------------------------------------------------------------- 9. ranked draws
 
 

@@ -12,7 +12,9 @@ once computed, and this model computes each one once:
   takes the place of the one it grew from (so that many documents typed in at once each keep one);
 * the windows: each step runs only the slots committed since the last step (usually one per
   row), appending their keys and values; a slot the sampler masks again (a repair) drops its
-  row's window states, which are run again from the committed slots.
+  row's window states, which are run again from the committed slots. Rows taken from one bound
+  context into a joined one (``CausalBound.take``, ``join``: infill serve's batch, as requests
+  join and leave it) keep their window states.
 
 ``continuation_logprob`` scores whole texts after a context (the context's states from the same
 cache): how the engine ranks candidates by the text after the hole, which no slot could read.
@@ -113,10 +115,41 @@ class CausalBound:
     pos: torch.Tensor  # [R, Lc]
     valid: torch.Tensor  # [R, Lc]
     state: _State | None = None
+    # Where join made it: per part, its rows and the state they are held in (None: none yet), which
+    # the first window_hidden gathers into ``state`` (infill/engine/stepper.py: a slot's windows go
+    # on from where they were, not run again, when another slot joins or leaves)
+    parts: list[tuple[int, _State | None, torch.Tensor | None]] | None = None
+    kept: tuple[_State, torch.Tensor] | None = None  # take's: these rows' state, held in another bound's
 
     def select(self, rows: torch.Tensor) -> "CausalBound":
         pick = lambda t: t.index_select(0, rows)  # noqa: E731
         return CausalBound(pick(self.ids), pick(self.pos), pick(self.valid), None if self.state is None else self.state.select(rows))
+
+    def take(self, rows: torch.Tensor) -> "CausalBound":
+        """Rows ``rows`` of this bound context with their states as they are, to be joined (nothing copied yet)."""
+        pick = lambda t: t.index_select(0, rows)  # noqa: E731
+        return CausalBound(pick(self.ids), pick(self.pos), pick(self.valid), kept=None if self.state is None else (self.state, rows))
+
+    @staticmethod
+    def join(parts: list["CausalBound"], width: int = 0) -> "CausalBound":
+        """The rows of several bound contexts as one (each padded to the longest, its padding not
+        valid); the states that ``take`` kept are gathered at the first model call, one copy."""
+        lc = max(p.ids.shape[1] for p in parts)
+
+        def cat(name: str, fill) -> torch.Tensor:
+            return torch.cat([torch.nn.functional.pad(getattr(p, name), (0, lc - p.ids.shape[1]), value=fill) for p in parts])
+
+        kept = [(p.ids.shape[0], *(p.kept or (None, None))) for p in parts]
+        return CausalBound(cat("ids", 0), cat("pos", 0), cat("valid", False), parts=kept)
+
+
+def _before(pos: torch.Tensor, valid: torch.Tensor, key_pos: torch.Tensor, key_ok: torch.Tensor) -> torch.Tensor:
+    """[R, W]: for each window slot, the index of the state that predicts it, the one at the layout
+    position before it (< W: a window slot's; W + i: context key i's)."""
+    all_pos = torch.cat([pos + 1, key_pos], dim=1)
+    all_ok = torch.cat([valid, key_ok], dim=1)
+    size = int(all_pos.max()) + 2
+    return position_index(all_pos, all_ok, size).gather(1, pos.clamp_min(0))  # slot at p + 1, predictor at p
 
 
 class CausalLM(HFDiffusionModel):
@@ -187,29 +220,58 @@ class CausalLM(HFDiffusionModel):
             keep = (ok[r] & (positions[r] < last[r])).nonzero().flatten()
             order = keep[torch.argsort(positions[r, keep])]
             rows.append(self._encode_row(tokens[r, order], positions[r, order]))
+        st = self._room(pos, max(1, max(len(x.tokens) for x in rows)))
+        for r, row in enumerate(rows):
+            L = len(row.tokens)
+            for (k, v), (rk, rv) in zip(st.kv, row.kv):
+                k[r, :, :L], v[r, :, :L] = rk[0], rv[0]
+            st.key_pos[r, :L], st.key_ok[r, :L], st.ctx_hidden[r, :L] = row.positions, True, row.hidden
+        st.before = _before(pos, valid, st.key_pos[:, : st.key_ok.shape[1]], st.key_ok)
+        return st
+
+    def _room(self, pos: torch.Tensor, Lk: int) -> _State:
+        """An empty state for rows whose window slots are at ``pos`` [R, W], with ``Lk`` context keys
+        (``before`` is the caller's to set, once the keys are in place)."""
         R, W = pos.shape
-        Lk = max(1, max(len(x.tokens) for x in rows))
         cfg = self.backbone.config
         heads, d = cfg.num_key_value_heads, cfg.hidden_size // cfg.num_attention_heads
         kv = [(torch.zeros((R, heads, Lk + W, d), dtype=self.dtype, device=dev),
                torch.zeros((R, heads, Lk + W, d), dtype=self.dtype, device=dev)) for dev in self.layer_devices]
         key_pos = torch.zeros((R, Lk + W), dtype=torch.long, device=self.device)
         key_pos[:, Lk:] = pos + 1
-        key_ok = torch.zeros((R, Lk), dtype=torch.bool, device=self.device)
-        ctx_hidden = torch.zeros((R, Lk, cfg.hidden_size), dtype=self.dtype, device=self.device)
-        for r, row in enumerate(rows):
-            L = len(row.tokens)
-            for (k, v), (rk, rv) in zip(kv, row.kv):
-                k[r, :, :L], v[r, :, :L] = rk[0], rv[0]
-            key_pos[r, :L], key_ok[r, :L], ctx_hidden[r, :L] = row.positions, True, row.hidden
-        # The state that predicts each slot: the one at the layout position before it.
-        all_pos = torch.cat([pos + 1, key_pos[:, :Lk]], dim=1)
-        all_ok = torch.cat([valid, key_ok], dim=1)
-        size = int(all_pos.max()) + 2
-        before = position_index(all_pos, all_ok, size).gather(1, pos.clamp_min(0))  # slot at p + 1, predictor at p
-        win_hidden = torch.zeros((R, W, cfg.hidden_size), dtype=self.dtype, device=self.device)
-        fed = torch.zeros((R, W), dtype=torch.bool, device=self.device)
-        return _State(kv, key_pos, key_ok, ctx_hidden, win_hidden, fed, torch.zeros_like(pos), before)
+        zeros = lambda *shape, dtype=self.dtype: torch.zeros(shape, dtype=dtype, device=self.device)  # noqa: E731
+        return _State(kv, key_pos, zeros(R, Lk, dtype=torch.bool), zeros(R, Lk, cfg.hidden_size), zeros(R, W, cfg.hidden_size),
+                      zeros(R, W, dtype=torch.bool), torch.zeros_like(pos), torch.zeros_like(pos))
+
+    def _gather(self, ctx: CausalBound, pos: torch.Tensor, valid: torch.Tensor) -> _State:
+        """The state of a joined bound context (CausalBound.join): each part's rows copied from the
+        state that held them, windows and all (what they had fed stays fed), the others started
+        afresh (:meth:`_start`) together."""
+        fresh, at, sources = [], 0, []
+        for n, state, rows in ctx.parts:
+            if state is None:
+                fresh.extend(range(at, at + n))
+            else:
+                sources.append((at, state, rows))
+            at += n
+        if fresh:
+            f = torch.tensor(fresh, dtype=torch.long, device=self.device)
+            sub = CausalBound(ctx.ids.index_select(0, f), ctx.pos.index_select(0, f), ctx.valid.index_select(0, f))
+            sources.append((f, self._start(sub, pos.index_select(0, f), valid.index_select(0, f)), None))
+        Lk = max(src.key_ok.shape[1] for _, src, _ in sources)
+        st = self._room(pos, Lk)
+        for to, src, rows in sources:
+            to = torch.arange(to, to + len(rows), device=self.device) if rows is not None else to
+            rows = rows if rows is not None else torch.arange(len(to), device=self.device)
+            L, w = src.key_ok.shape[1], min(pos.shape[1], src.fed.shape[1])
+            for (k, v), (sk, sv) in zip(st.kv, src.kv):
+                r_, t_ = rows.to(sk.device), to.to(k.device)
+                k[t_, :, :L], v[t_, :, :L] = sk[r_, :, :L], sv[r_, :, :L]
+                k[t_, :, Lk : Lk + w], v[t_, :, Lk : Lk + w] = sk[r_, :, L : L + w], sv[r_, :, L : L + w]
+            st.key_pos[to, :L], st.key_ok[to, :L], st.ctx_hidden[to, :L] = src.key_pos[rows, :L], src.key_ok[rows], src.ctx_hidden[rows]
+            st.win_hidden[to, :w], st.fed[to, :w], st.fed_ids[to, :w] = src.win_hidden[rows, :w], src.fed[rows, :w], src.fed_ids[rows, :w]
+        st.before = _before(pos, valid, st.key_pos[:, :Lk], st.key_ok)
+        return st
 
     # -- windows ---------------------------------------------------------------------------------
 
@@ -235,7 +297,7 @@ class CausalLM(HFDiffusionModel):
     @torch.inference_mode()
     def window_hidden(self, ids: torch.Tensor, pos: torch.Tensor, valid: torch.Tensor, ctx: CausalBound) -> torch.Tensor:
         if ctx.state is None:
-            ctx.state = self._start(ctx, pos, valid)
+            ctx.state = self._gather(ctx, pos, valid) if ctx.parts else self._start(ctx, pos, valid)
         st = ctx.state
         committed = valid & (ids != self.mask_id) & (ids != self.pad_id)
         # A slot masked again or changed (a repair, a draft not taken), or a slot committed before a fed
