@@ -211,6 +211,15 @@ class CausalLM(HFDiffusionModel):
 
     def _start(self, ctx: CausalBound, pos: torch.Tensor, valid: torch.Tensor) -> _State:
         """Each row's context (what precedes its last slot) encoded, and room for its windows."""
+        rows = self._context_rows(ctx, pos, valid)
+        st = self._room(pos, max(1, max(len(x.tokens) for x in rows)))
+        for r, row in enumerate(rows):
+            self._put_context(st, r, row)
+        st.before = _before(pos, valid, st.key_pos[:, : st.key_ok.shape[1]], st.key_ok)
+        return st
+
+    def _context_rows(self, ctx: CausalBound, pos: torch.Tensor, valid: torch.Tensor) -> list[_Row]:
+        """Each row's context encoded (:meth:`_encode_row`: from the cache where it can)."""
         tokens, positions, ok = self._layout(torch.full_like(pos, self.mask_id), pos, valid, ctx)
         n_ctx = 1 + ctx.ids.shape[1]
         tokens, positions, ok = tokens[:, :n_ctx], positions[:, :n_ctx], ok[:, :n_ctx]
@@ -220,56 +229,68 @@ class CausalLM(HFDiffusionModel):
             keep = (ok[r] & (positions[r] < last[r])).nonzero().flatten()
             order = keep[torch.argsort(positions[r, keep])]
             rows.append(self._encode_row(tokens[r, order], positions[r, order]))
-        st = self._room(pos, max(1, max(len(x.tokens) for x in rows)))
-        for r, row in enumerate(rows):
-            L = len(row.tokens)
-            for (k, v), (rk, rv) in zip(st.kv, row.kv):
-                k[r, :, :L], v[r, :, :L] = rk[0], rv[0]
-            st.key_pos[r, :L], st.key_ok[r, :L], st.ctx_hidden[r, :L] = row.positions, True, row.hidden
-        st.before = _before(pos, valid, st.key_pos[:, : st.key_ok.shape[1]], st.key_ok)
-        return st
+        return rows
 
     def _room(self, pos: torch.Tensor, Lk: int) -> _State:
-        """An empty state for rows whose window slots are at ``pos`` [R, W], with ``Lk`` context keys
+        """A state for rows whose window slots are at ``pos`` [R, W], with ``Lk`` context keys: its
+        keys and values not yet written (:meth:`_put_kv` writes each row whole), the rest empty
         (``before`` is the caller's to set, once the keys are in place)."""
         R, W = pos.shape
         cfg = self.backbone.config
         heads, d = cfg.num_key_value_heads, cfg.hidden_size // cfg.num_attention_heads
-        kv = [(torch.zeros((R, heads, Lk + W, d), dtype=self.dtype, device=dev),
-               torch.zeros((R, heads, Lk + W, d), dtype=self.dtype, device=dev)) for dev in self.layer_devices]
+        kv = [(torch.empty((R, heads, Lk + W, d), dtype=self.dtype, device=dev),
+               torch.empty((R, heads, Lk + W, d), dtype=self.dtype, device=dev)) for dev in self.layer_devices]
         key_pos = torch.zeros((R, Lk + W), dtype=torch.long, device=self.device)
         key_pos[:, Lk:] = pos + 1
         zeros = lambda *shape, dtype=self.dtype: torch.zeros(shape, dtype=dtype, device=self.device)  # noqa: E731
         return _State(kv, key_pos, zeros(R, Lk, dtype=torch.bool), zeros(R, Lk, cfg.hidden_size), zeros(R, W, cfg.hidden_size),
                       zeros(R, W, dtype=torch.bool), torch.zeros_like(pos), torch.zeros_like(pos))
 
+    @staticmethod
+    def _put_kv(st: _State, r: int, kv: list[tuple[torch.Tensor, torch.Tensor]], L: int, w: int = 0) -> None:
+        """Write row r's keys and values whole, one copy: ``kv`` per layer [kvH, >= L + w, D], its
+        first L keys the context's, the w after them window slots'; the rest zero (masked, but read)."""
+        Lk = st.key_ok.shape[1]
+        for (k, v), (sk, sv) in zip(st.kv, kv):
+            for dst, src in ((k, sk), (v, sv)):
+                dst[r, :, :L].copy_(src[:, :L])
+                dst[r, :, L:Lk].zero_()
+                dst[r, :, Lk : Lk + w].copy_(src[:, L : L + w])
+                dst[r, :, Lk + w :].zero_()
+
+    def _put_context(self, st: _State, r: int, row: _Row) -> None:
+        """Row r of ``st``: the context ``row``, no window slot fed."""
+        L = len(row.tokens)
+        self._put_kv(st, r, [(k[0], v[0]) for k, v in row.kv], L)
+        st.key_pos[r, :L], st.key_ok[r, :L], st.ctx_hidden[r, :L] = row.positions, True, row.hidden
+
     def _gather(self, ctx: CausalBound, pos: torch.Tensor, valid: torch.Tensor) -> _State:
         """The state of a joined bound context (CausalBound.join): each part's rows copied from the
-        state that held them, windows and all (what they had fed stays fed), the others started
-        afresh (:meth:`_start`) together."""
-        fresh, at, sources = [], 0, []
+        state that held them, windows and all (what they had fed stays fed), the others' contexts
+        encoded (:meth:`_context_rows`); each row written once."""
+        if all(state is None for _, state, _ in ctx.parts):
+            return self._start(ctx, pos, valid)
+        fresh, at, kept = [], 0, []
         for n, state, rows in ctx.parts:
             if state is None:
                 fresh.extend(range(at, at + n))
             else:
-                sources.append((at, state, rows))
+                kept.extend((at + j, state, int(r)) for j, r in enumerate(rows.tolist()))
             at += n
+        encoded = []
         if fresh:
             f = torch.tensor(fresh, dtype=torch.long, device=self.device)
             sub = CausalBound(ctx.ids.index_select(0, f), ctx.pos.index_select(0, f), ctx.valid.index_select(0, f))
-            sources.append((f, self._start(sub, pos.index_select(0, f), valid.index_select(0, f)), None))
-        Lk = max(src.key_ok.shape[1] for _, src, _ in sources)
+            encoded = self._context_rows(sub, pos.index_select(0, f), valid.index_select(0, f))
+        Lk = max([1] + [len(row.tokens) for row in encoded] + [src.key_ok.shape[1] for _, src, _ in kept])
         st = self._room(pos, Lk)
-        for to, src, rows in sources:
-            to = torch.arange(to, to + len(rows), device=self.device) if rows is not None else to
-            rows = rows if rows is not None else torch.arange(len(to), device=self.device)
+        for to, row in zip(fresh, encoded):
+            self._put_context(st, to, row)
+        for to, src, r in kept:
             L, w = src.key_ok.shape[1], min(pos.shape[1], src.fed.shape[1])
-            for (k, v), (sk, sv) in zip(st.kv, src.kv):
-                r_, t_ = rows.to(sk.device), to.to(k.device)
-                k[t_, :, :L], v[t_, :, :L] = sk[r_, :, :L], sv[r_, :, :L]
-                k[t_, :, Lk : Lk + w], v[t_, :, Lk : Lk + w] = sk[r_, :, L : L + w], sv[r_, :, L : L + w]
-            st.key_pos[to, :L], st.key_ok[to, :L], st.ctx_hidden[to, :L] = src.key_pos[rows, :L], src.key_ok[rows], src.ctx_hidden[rows]
-            st.win_hidden[to, :w], st.fed[to, :w], st.fed_ids[to, :w] = src.win_hidden[rows, :w], src.fed[rows, :w], src.fed_ids[rows, :w]
+            self._put_kv(st, to, [(k[r], v[r]) for k, v in src.kv], L, w)
+            st.key_pos[to, :L], st.key_ok[to, :L], st.ctx_hidden[to, :L] = src.key_pos[r, :L], src.key_ok[r], src.ctx_hidden[r]
+            st.win_hidden[to, :w], st.fed[to, :w], st.fed_ids[to, :w] = src.win_hidden[r, :w], src.fed[r, :w], src.fed_ids[r, :w]
         st.before = _before(pos, valid, st.key_pos[:, :Lk], st.key_ok)
         return st
 
