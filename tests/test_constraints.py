@@ -767,3 +767,20 @@ def test_a_fill_may_mend_what_its_holes_cut_broke_away_from_them():
     assert not d.errors([b" else { b(); }"])[2], "opened and closed again: the stray '}' stays"
     whole = Document(grammar("javascript"), text.replace("}\n      b", "} else {\n      b"), [(at, at)])
     assert whole.errors([b""])[2], "an unbroken document is clean with a fill that adds no error"
+
+
+# A method's '{' cut, a doc comment after it: the header alone parses as a call, and the tree's root is an ERROR.
+_NO_BRACE = ("class Store extends Base {\n  configure(options)|\n    if (options === undefined) return this._options;\n\n"
+             "    this._options = options;\n    return this;\n  }\n\n  /**\n"
+             + "".join(f"   * line {i}: write(str) and read(str)\n" for i in range(6)) + "   */\n}\n")
+
+
+@pytest.mark.parametrize("language, text, mends", [("javascript", _NO_BRACE, " {"), ("typescript", _NO_BRACE, " {")])
+def test_under_a_root_that_is_an_error_the_document_is_judged_whole(language, text, mends):
+    at = text.index("|")
+    text = text.replace("|", "")
+    d = Document(grammar(language), text, [(at, at)])
+    assert d.tree.root_node.is_error  # what the case is about
+    assert (d.start, d.end) == (0, len(text)), "the root's children are fragments, not top-level statements"
+    assert is_valid(language, text, [(at, at)], [mends]) and is_clean(language, text, [(at, at)], [mends])
+    assert not is_valid(language, text, [(at, at)], [""]), "the header alone, judged on its own line, parsed"

@@ -15,7 +15,8 @@
   every fill (``Document._lines_out``). A document broken
   away from its holes is judged whole where no compiler judges (its top-level nodes may not be
   the text's: a stray '}' ends a class early), and a fill that leaves no error at all there
-  mends it (``Document.errors``: a hole cut where a block's opening line stood). Fills are
+  mends it (``Document.errors``: a hole cut where a block's opening line stood); so is one whose
+  tree's root is an ERROR (its children are fragments, not top-level statements). Fills are
   parsed incrementally from the original tree.
 - :func:`hole_context` tells the steering lexer (infill/syntax/steering.py) what is open at a hole's
   start: brackets, strings or comments, and what the language's hooks add (``HoleContext.lang``:
@@ -114,10 +115,13 @@ class Document:
         self._judge_in_region()
         # The language's compiler judges too, where its hooks have one (Python's: infill/lang/python/pycompile.py).
         self.strict = self.hooks.strict_check(self.local, self.local_spans) if self.spans else None
-        if self.strict is None and not self.head and (self.start, self.end) != (0, len(self.data)) and self._broken_away():
+        if self.strict is None and not self.head and (self.start, self.end) != (0, len(self.data)) and (
+                self.tree.root_node.is_error or self._broken_away()):
             # Broken away from the holes, the top-level nodes may not be the document's (a stray '}'
-            # the cut left ends a class early): what a fill opens may close past them. The whole
-            # document (where a compiler judges, its region: it could not judge a broken whole).
+            # the cut left ends a class early), and under a root that is itself an ERROR they are
+            # fragments (a method's header whose '{' the cut took parses alone as a call): what a
+            # fill opens may close past them. The whole document (where a compiler judges, its
+            # region: it could not judge a broken whole).
             self.start, self.end, self.local, self.local_tree = 0, len(self.data), self.data, self.tree
             self._judge_in_region()
         self._outer: Document | None = None
