@@ -10,8 +10,10 @@ It does not parse files, find holes in text, or know about editors; see cli.py a
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import gc
+import itertools
 import logging
 import math
 import re
@@ -47,6 +49,7 @@ DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "model" / "default_mod
 MAX_HOLE_TOKENS = 512
 EXPAND_START = 4  # live slots a variable-length hole starts with (DreamOn's min_gen_len); it grows by expand tokens
 RECENT_FILLS = 8  # the latest fills' tokens that drafts are looked up in (Engine.recent_fills)
+TOKEN_SETS = 64  # the latest token sets an engine keeps (Engine.token_set)
 LINE_BREAK = "line break"  # a ban (_Prepared.bans) of every token that holds a line break
 
 
@@ -236,7 +239,7 @@ class Engine:
         self.context_cache = SegmentCache(config.context_cache_tokens)
         self.recent_fills: deque[list[int]] = deque(maxlen=RECENT_FILLS)  # draft sources (PromptLookup's recent)
         self._token_sets: dict[tuple[bytes, bool], torch.Tensor] = {}
-        self._vocab_bytes: list[bytes] | None = None
+        self._vocab_bytes: list[tuple[bytes, int]] | None = None  # (bytes, id), sorted
         if tokenizer.mask_id != model.mask_id or tokenizer.pad_id != model.pad_id:
             raise ModelLoadError("tokenizer.json and config.json disagree on the mask/pad token ids")
         if tokenizer.vocab_size > model.vocab_size:
@@ -371,15 +374,29 @@ class Engine:
         return b""
 
     def token_set(self, head: bytes, anywhere: bool = False) -> torch.Tensor:
-        """[V] bool: the tokens whose bytes start with ``head`` (``anywhere``: that hold it)."""
+        """[V] bool: the tokens whose bytes start with ``head`` (``anywhere``: that hold it). The
+        latest TOKEN_SETS are kept (a healed word's head changes with every keystroke); a prefix's
+        tokens are one run of the vocabulary sorted by bytes."""
         key = (head, anywhere)
-        if key not in self._token_sets:
+        ok = self._token_sets.pop(key, None)
+        if ok is None:
             if self._vocab_bytes is None:
-                self._vocab_bytes = [self.tokenizer.token_bytes(i) for i in range(self.tokenizer.vocab_size)]
+                self._vocab_bytes = sorted((self.tokenizer.token_bytes(i), i) for i in range(self.tokenizer.vocab_size))
+            if anywhere:
+                ids = [i for b, i in self._vocab_bytes if head in b]
+            else:
+                ids = []
+                for b, i in itertools.islice(self._vocab_bytes, bisect.bisect_left(self._vocab_bytes, (head,)), None):
+                    if not b.startswith(head):
+                        break
+                    ids.append(i)
             ok = torch.zeros(self.model.vocab_size, dtype=torch.bool)
-            ok[[i for i, b in enumerate(self._vocab_bytes) if (head in b if anywhere else b.startswith(head))]] = True
-            self._token_sets[key] = ok.to(self.device)
-        return self._token_sets[key]
+            ok[ids] = True
+            ok = ok.to(self.device)
+            while len(self._token_sets) >= TOKEN_SETS:
+                del self._token_sets[next(iter(self._token_sets))]
+        self._token_sets[key] = ok
+        return ok
 
     def slot_set(self, head: bytes, ban: int | str | None) -> torch.Tensor:
         """[V] bool: the tokens a slot bound to healed bytes ``head`` ("": none) and ``ban`` may take:

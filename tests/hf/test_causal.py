@@ -431,6 +431,21 @@ def test_the_healed_slot_takes_only_tokens_that_start_with_the_healed_bytes(hf_d
     assert tok.token_bytes(int(steps[0].ids[0, 0])).startswith(b"\n")
 
 
+def test_token_sets_are_the_vocabulary_scanned_and_only_the_latest_are_kept(hf_dirs, monkeypatch):
+    from infill.engine import fill
+
+    engine = engine_of(hf_dirs("causal-llama"))
+    tok = engine.tokenizer
+    vocab = [tok.token_bytes(i) for i in range(tok.vocab_size)]
+    heads = sorted({b[:k] for b in vocab for k in (1, 2, 3) if len(b) >= k}) + [b"\n", b" ", b"zzzz-not-a-prefix"]
+    monkeypatch.setattr(fill, "TOKEN_SETS", 4)
+    for head in heads[:: max(1, len(heads) // 200)]:
+        for anywhere in (False, True):
+            got = set(engine.token_set(head, anywhere).nonzero().flatten().tolist())
+            assert got == {i for i, b in enumerate(vocab) if (head in b if anywhere else b.startswith(head))}, head
+        assert len(engine._token_sets) <= 4
+
+
 # --------------------------------------------------------------------------- 6. said_all
 
 
