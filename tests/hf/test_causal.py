@@ -783,6 +783,10 @@ def test_a_slot_joining_a_running_batch_leaves_the_others_windows_as_they_were(h
     b = stepper.add(second)
     stepper.step()
     assert fed[0][0] <= 1, fed  # the running row's next slot alone; its window is not run again
+    st = stepper._rows.ctx.state  # the joined rows, written into a buffer that was not zeroed first
+    for r in range(st.key_ok.shape[0]):
+        L = int(st.key_ok[r].sum())
+        assert bool(st.key_ok[r, :L].all()) and all(bool((k[r, :, L : st.key_ok.shape[1]] == 0).all()) for k, _ in st.kv)
     c = stepper.add(third)
     for _ in range(100):
         if not stepper.slots:
