@@ -446,6 +446,20 @@ def test_token_sets_are_the_vocabulary_scanned_and_only_the_latest_are_kept(hf_d
         assert len(engine._token_sets) <= 4
 
 
+def test_a_causal_step_rule_is_one_slot_a_step_and_fewer_steps_end_the_fill_early(hf_dirs):
+    """The step rule the scheduler lightens by (Engine.default_steps) is the schedule the engine
+    runs, and a request's steps cap a causal fill: it ends when they are spent (a busy batch's
+    elastic request does less work, as a diffusion model's takes fewer steps)."""
+    engine = engine_of(hf_dirs("causal-llama"), lookahead=0)  # one token a step
+    for slots in (1, 9, 32):
+        assert engine.default_steps(slots) == slots == engine.schedule(SamplingOptions(), slots).steps
+    assert engine.schedule(SamplingOptions(steps=3), 9).steps == 3 and engine.schedule(SamplingOptions(steps=40), 9).steps == 9
+    full = engine.fill(request(PREFIX, max_tokens=12))
+    short = engine.fill(request(PREFIX, max_tokens=12, steps=3))
+    assert full.timings.tokens_filled > 3 and short.timings.steps <= 3 and short.timings.tokens_filled <= 3
+    assert full.fills[0].text.startswith(short.fills[0].text)
+
+
 # --------------------------------------------------------------------------- 6. said_all
 
 
@@ -930,7 +944,7 @@ def test_a_ranked_fill_that_leaves_its_document_broken_branches_into_one_that_ma
     # from the branch's slot on, no slot may take a token that breaks a line
     prepared, lay, bound, state = engine_rows(engine, [b.request], prepared=[b])
     slots = (state.hole[0] == 0).nonzero().flatten()
-    breaks = [t for t in range(len(engine._vocab_bytes)) if b"\n" in engine._vocab_bytes[t]]
+    breaks = [t for t in range(tok.vocab_size) if b"\n" in tok.token_bytes(t)]
     assert breaks
     for k in slots[len(b.leads[0]) :]:
         assert not state.only_sets[state.only[0, k]][breaks].any()
