@@ -889,7 +889,10 @@ class Engine:
         return leaders[texts[self.rank(p, texts)]]
 
     def default_steps(self, slots: int) -> int:
-        """The denoising steps for ``slots`` masked slots when a request sets none (the step rule)."""
+        """The denoising steps for ``slots`` masked slots when a request sets none (the step rule):
+        a causal model's one slot a step, else ``tokens_per_step`` slots a step."""
+        if self.model.capabilities.left_to_right:
+            return max(1, slots)
         return max(1, math.ceil(slots / self.config.tokens_per_step))
 
     def schedule(self, options: SamplingOptions, slots: int, rows: int = 1) -> Schedule:
@@ -898,7 +901,8 @@ class Engine:
             temperature = options.temperature  # request's draws (rows after its greedy first) at rerank_temperature
             if temperature <= 0 and rows > 1:
                 temperature = self.config.rerank_temperature
-            return Schedule(steps=max(1, slots), policy="left-to-right", temperature=temperature, top_p=options.top_p,
+            steps = min(options.steps or slots, slots)  # fewer: the fill ends when they are spent (a busy batch's lighten)
+            return Schedule(steps=max(1, steps), policy="left-to-right", temperature=temperature, top_p=options.top_p,
                             frontier=True, lookahead=self.config.lookahead)
         steps = options.steps or self.default_steps(slots)
         return Schedule(
