@@ -76,7 +76,8 @@ def lighten(request: FillRequest, batch: int, candidates: int, default_steps: Ca
     ``candidates`` is the engine's default; ``default_steps(slots)`` is the engine's step rule
     (``Engine.default_steps``: the steps it runs for that many hole slots when a request sets none).
     Candidates go first (one full-length candidate keeps most of the quality), then steps: each
-    step commits more tokens. A threshold schedule sets its own steps, so it only loses candidates.
+    step commits more tokens (a causal model's fill, one token or more a step, ends sooner). A
+    threshold schedule sets its own steps, so it only loses candidates.
     """
     factor = min(batch, MAX_SHED)
     if factor <= 1:
