@@ -810,6 +810,38 @@ def test_a_slot_joining_a_running_batch_leaves_the_others_windows_as_they_were(h
     assert [s.result.fills[0].text for s in (a, b, c)] == alone
 
 
+def test_requests_joining_leaving_and_cancelled_at_random_each_get_their_fill_alone(hf_dirs):
+    """Churn through infill serve's stepper with a causal model (window states carried across
+    joins, rows narrowed as they finish, drafts, several candidates): every request that is not
+    cancelled gets exactly the fill it gets alone, and nothing is left running."""
+    import random
+    import threading
+
+    from infill.engine.stepper import Stepper
+
+    engine = engine_of(hf_dirs("causal-llama"), candidates=2)
+    prefixes = [PREFIX, LONGER, "import os\n\nx =", "def f(a):\n    return a *", "class A:\n    def g(self):\n        return"]
+    requests = [request(p, max_tokens=n) for p in prefixes for n in (4, 10)]
+    alone = [engine.fill(r).fills[0].text for r in requests]
+    rng = random.Random(7)
+    stepper, waiting, slots = Stepper(engine), list(range(len(requests))), {}
+    for _ in range(400):
+        if waiting and rng.random() < 0.5:
+            i = waiting.pop(rng.randrange(len(waiting)))
+            flag = threading.Event()
+            slots[i] = (stepper.add(requests[i], cancel=flag), flag, rng.random() < 0.2)
+        for slot, flag, cancel in slots.values():
+            if cancel and not slot.done and rng.random() < 0.3:
+                flag.set()
+        stepper.step()
+        if not waiting and not stepper.slots:
+            break
+    assert not stepper.slots and not waiting
+    for i, (slot, flag, cancel) in slots.items():
+        if not flag.is_set():
+            assert slot.error is None and slot.result.fills[0].text == alone[i], (i, slot.error)
+
+
 # --------------------------------------------------------------------------- 9. ranked draws
 
 
