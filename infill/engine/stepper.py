@@ -99,6 +99,8 @@ class Stepper:
         self._base_key: tuple | None = None  # (slot id, round) of every row in the bound context
         self._base = None  # (bound context over all rows of those slots, row offset of each)
         self._rows: ActiveRows | None = None  # the base's rows, narrowed as they finish (sampler.ActiveRows)
+        self._width = 0  # the base's window width
+        self._row_counts: list[int] = []  # rows of each slot of the base
         self._join = None  # the model's Bound.join (rows of several bound contexts as one), False: it has none
         self.calls = 0  # model calls so far
         self.last_call: list[tuple[int, int]] = []  # (slot id, rows) in the last model call
@@ -220,31 +222,41 @@ class Stepper:
 
     def _model_call(self, going: list[Slot]) -> tuple[torch.Tensor, list[tuple[Slot, int]]]:
         """One window_hidden and one logits call over the rows of ``going`` that have masked slots
-        (the rows held narrowed as in denoise_steps: sampler.ActiveRows)."""
-        model = self.model
+        (the rows held narrowed as in denoise_steps: sampler.ActiveRows). Where slots only left
+        since the last call and the model's bound contexts keep what a step computed (``take``),
+        the bound context stays as it is, their rows idle in it (not run), until a slot joins."""
+        model, dev = self.model, self.engine.device
         base_key = tuple((s.id, s.round) for s in going)
-        W = max(s.state.ids.shape[1] for s in going)
-        if base_key != self._base_key:
+        only_left = self._rows is not None and hasattr(self._rows.ctx, "take") and set(base_key) <= set(self._base_key)
+        if base_key != self._base_key and not only_left:
+            W = max(s.state.ids.shape[1] for s in going)
             self._rebuild(going)
             pos = torch.cat([_pad(s.state.pos, W, 0) for s in going])
-            self._base_key, self._rows = base_key, ActiveRows(model, self._base[0], pos)
-        active = [s.state.masked.any(1) for s in going]
+            self._base_key, self._rows, self._width = base_key, ActiveRows(model, self._base[0], pos), W
+            self._row_counts = [s.rows for s in going]
+        W, by_key = self._width, {(s.id, s.round): s for s in going}
+        layout = [(by_key.get(k), n) for k, n in zip(self._base_key, self._row_counts)]  # None: left, its rows idle
+        active = [s.state.masked.any(1) if s is not None else torch.zeros(n, dtype=torch.bool, device=dev) for s, n in layout]
         # Speculative drafts share the step's spare slots in proportion to each request's rows.
         total = max(1, sum(int(a.sum()) for a in active))
         spare = max(0, going[0].den.schedule.lookahead_slots - total)
-        ids = torch.cat([_pad(s.den.fed_ids(spare * int(a.sum()) // total), W, model.pad_id) for s, a in zip(going, active)])
-        valid = torch.cat([_pad(s.den.valid, W, False) for s in going])
+        ids = torch.cat([_pad(s.den.fed_ids(spare * int(a.sum()) // total), W, model.pad_id) if s is not None
+                         else torch.full((n, W), model.pad_id, dtype=torch.long, device=dev) for (s, n), a in zip(layout, active)])
+        valid = torch.cat([_pad(s.den.valid, W, False) if s is not None else torch.zeros((n, W), dtype=torch.bool, device=dev)
+                           for s, n in layout])
         hidden = self._rows.hidden(ids, valid, torch.cat(active))
         picked, parts, at = [], [], 0
-        for s, a in zip(going, active):
+        for (s, _), a in zip(layout, active):
             n = int(a.sum())
+            if s is None:
+                continue
             h = hidden[at : at + n, : s.state.ids.shape[1]]
             sel = h[s.den.live()[a]]
             picked.append(sel)
             parts.append((s, sel.shape[0]))
             at += n
         self.calls += 1
-        self.last_call = [(s.id, int(a.sum())) for s, a in zip(going, active)]
+        self.last_call = [(s.id, int(a.sum())) for (s, _), a in zip(layout, active) if s is not None]
         return model.logits(torch.cat(picked)), parts
 
     def _kept(self, slot: Slot):
