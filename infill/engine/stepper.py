@@ -227,10 +227,10 @@ class Stepper:
         the bound context stays as it is, their rows idle in it (not run), until a slot joins."""
         model, dev = self.model, self.engine.device
         base_key = tuple((s.id, s.round) for s in going)
-        only_left = self._rows is not None and hasattr(self._rows.ctx, "take") and set(base_key) <= set(self._base_key)
+        only_left = self._keeps_steps and set(base_key) <= set(self._base_key)
         if base_key != self._base_key and not only_left:
             W = max(s.state.ids.shape[1] for s in going)
-            self._rebuild(going)
+            self._rebuild(going, W)
             pos = torch.cat([_pad(s.state.pos, W, 0) for s in going])
             self._base_key, self._rows, self._width = base_key, ActiveRows(model, self._base[0], pos), W
             self._row_counts = [s.rows for s in going]
@@ -259,13 +259,18 @@ class Stepper:
         self.last_call = [(s.id, int(a.sum())) for (s, _), a in zip(layout, active) if s is not None]
         return model.logits(torch.cat(picked)), parts
 
+    @property
+    def _keeps_steps(self) -> bool:
+        """Does the last model call's bound context keep what its steps computed (``Bound.take``)?"""
+        return self._rows is not None and hasattr(self._rows.ctx, "take")
+
     def _kept(self, slot: Slot):
         """``slot``'s rows as the last model call held them, with what the model keeps of them
         (``Bound.take``: a causal model's window states, so that its windows are not run again when
         another slot joins or leaves); None where that call did not hold them all, or the model's
         bound contexts keep nothing of a step."""
         held, key = self._rows, (slot.id, slot.round)
-        if held is None or not hasattr(held.ctx, "take") or key not in (self._base_key or ()):
+        if not self._keeps_steps or key not in self._base_key:
             return None
         first = self._base[1][self._base_key.index(key)]
         rows = list(range(first, first + slot.rows))
@@ -274,15 +279,15 @@ class Stepper:
             return None
         return held.ctx.take(torch.tensor([at[r] for r in rows], dtype=torch.long, device=self.engine.device))
 
-    def _rebuild(self, going: list[Slot]) -> None:
-        """The bound context for every row of ``going``: their contexts joined (padded to the longest)."""
+    def _rebuild(self, going: list[Slot], width: int) -> None:
+        """The bound context for every row of ``going``: their contexts joined (padded to the longest),
+        with room for ``width`` window slots."""
         engine = self.engine
         offsets, at = [], 0
         for s in going:
             offsets.append(at)
             at += s.rows
         if self._join and all(s.bound is not None for s in going):
-            width = max(s.state.ids.shape[1] for s in going)
             self._base = (self._join([self._kept(s) or s.bound for s in going], width), offsets)
             return
         t0 = time.perf_counter()
