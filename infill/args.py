@@ -63,6 +63,9 @@ def device_name(s: str) -> str:
     raise argparse.ArgumentTypeError(f"{s!r}: use auto, cpu, cuda or cuda:N")
 
 
+CONTEXT_CACHE_DEFAULTS = "32768, infill serve 131072"  # EngineConfig.context_cache_tokens; infill/serve/server.py
+
+
 def add_model_options(p: argparse.ArgumentParser) -> None:
     """--model, --device, --threads, --precision, --cache-mode (shared by every command that loads a model)."""
     p.add_argument("--model", metavar="DIR", type=Path, default=None,
@@ -76,6 +79,9 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                    help="context reuse for open diffusion models whose context attends to the fill (Dream, LLaDA, ...): "
                         "exact recomputes every step; approximate reuses the context's keys and values across steps "
                         "(faster, close). Our own model is exact either way (default: exact)")
+    p.add_argument("--context-cache", metavar="TOKENS", type=int_in(0), default=None,
+                   help="context tokens whose encoding is kept for reuse across fills, all documents together "
+                        "(about 23 MB per 1k tokens for the default model; default: %s)" % CONTEXT_CACHE_DEFAULTS)
     p.add_argument("--suffix-lines", type=int_in(0), default=None,
                    help="a causal model reads this many lines after the hole's line before the text before it (default: 0, none)")
     p.add_argument("--lookahead", type=int_in(0), default=None,
@@ -89,6 +95,8 @@ def engine_settings(args: argparse.Namespace) -> dict:
            "cache_mode": getattr(args, "cache_mode", "exact")}
     if getattr(args, "lookahead", None) is not None:
         out["lookahead"] = args.lookahead
+    if getattr(args, "context_cache", None) is not None:
+        out["context_cache_tokens"] = args.context_cache
     if getattr(args, "suffix_lines", None) is not None:
         out["suffix_lines"] = args.suffix_lines
     return out

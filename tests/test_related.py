@@ -177,3 +177,21 @@ def test_suffix_lines_is_a_model_option():
     add_model_options(p)
     assert engine_settings(p.parse_args(["--suffix-lines", "24"]))["suffix_lines"] == 24
     assert "suffix_lines" not in engine_settings(p.parse_args([]))  # the engine's default stands
+
+
+def test_context_cache_is_a_model_option_and_serve_keeps_more():
+    """--context-cache sets EngineConfig.context_cache_tokens; infill serve (many editors' documents)
+    defaults to a larger cache than one editor's commands, and the help says both defaults."""
+    import argparse
+
+    from infill.args import CONTEXT_CACHE_DEFAULTS, add_model_options, engine_settings
+    from infill.engine.fill import EngineConfig
+    from infill.serve import server
+
+    p = argparse.ArgumentParser()
+    add_model_options(p)
+    assert engine_settings(p.parse_args(["--context-cache", "4096"]))["context_cache_tokens"] == 4096
+    assert "context_cache_tokens" not in engine_settings(p.parse_args([]))
+    server.add_arguments(p)
+    assert engine_settings(p.parse_args([]))["context_cache_tokens"] == server.CONTEXT_CACHE > EngineConfig.context_cache_tokens
+    assert CONTEXT_CACHE_DEFAULTS == f"{EngineConfig.context_cache_tokens}, infill serve {server.CONTEXT_CACHE}"

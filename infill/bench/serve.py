@@ -217,6 +217,8 @@ def run(args: argparse.Namespace) -> dict:
         cmd += ["--model", str(args.model)]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
+    if args.context_cache is not None:
+        cmd += ["--context-cache", str(args.context_cache)]
     if args.ray_replicas:
         cmd += ["--ray", "--replicas", str(args.ray_replicas), "--cpus-per-replica", str(args.ray_cpus_per_replica)]
     proc, url = start_server(cmd, out / "server.log")

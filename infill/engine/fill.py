@@ -66,7 +66,8 @@ class EngineConfig:
     tokens_per_step: int = 2  # default schedule: window slots / tokens_per_step steps
     candidates: int = 2  # default candidates per request (window lengths x seeds)
     max_batch_slots: int = 4096  # rows x window slots denoised together, at most
-    context_cache_tokens: int = 32768  # encoded context kept for reuse across fills (0 = none)
+    context_cache_tokens: int = 32768  # encoded context kept for reuse across fills: our model's segment states
+    # (0 = none), a causal model's prefix states (infill/model/hf/causal.py; its latest row is always kept)
     threads: int | None = None  # torch CPU threads; None = torch's default
     precision: str = "auto"  # auto | fp32 | bf16 (auto: bf16 where the hardware multiplies it natively)
     cache_mode: str = "exact"  # exact | approximate: context reuse across steps for a model whose context sees the
@@ -237,6 +238,8 @@ class Engine:
         self.device = model.device
         self.dtype = model.dtype
         self.context_cache = SegmentCache(config.context_cache_tokens)
+        if hasattr(model, "set_context_cache"):  # a model that keeps its own context states (a causal model)
+            model.set_context_cache(config.context_cache_tokens)
         self.recent_fills: deque[list[int]] = deque(maxlen=RECENT_FILLS)  # draft sources (PromptLookup's recent)
         self._token_sets: dict[tuple[bytes, bool], torch.Tensor] = {}
         self._vocab_bytes: list[tuple[bytes, int]] | None = None  # (bytes, id), sorted

@@ -76,7 +76,8 @@ def model_arguments(args: argparse.Namespace) -> argparse.Namespace:
     """Only what a replica needs to load the engine (infill.args.load_engine)."""
     return argparse.Namespace(model=args.model, device=args.device, threads=args.threads, precision=args.precision,
                               cache_mode=getattr(args, "cache_mode", "exact"), lookahead=getattr(args, "lookahead", None),
-                              engine=None)
+                              suffix_lines=getattr(args, "suffix_lines", None),
+                              context_cache=getattr(args, "context_cache", None), engine=None)
 
 
 def application(model_args: argparse.Namespace, config: ServeConfig, opts: RayOptions, board: str | None):

@@ -247,19 +247,17 @@ def test_prefix_cache_runs_only_the_new_context_tokens(hf_dirs):
     assert result.fills[0].text == want.fills[0].text == again.fills[0].text
 
 
-def test_a_document_typed_in_keeps_one_row_in_the_prefix_cache(hf_dirs, monkeypatch):
+def test_a_document_typed_in_keeps_one_row_in_the_prefix_cache(hf_dirs):
     """A keystroke's row takes the place of the row it grew from, so a document typed in for a while
     holds one row, not one per keystroke: with room for one row per document, the other documents'
     rows stay, and their next keystroke runs only its new tokens (kept as an LRU of every keystroke's
     row, the typed document's stale rows pushed the others out and they ran their whole context)."""
-    from infill.model.hf import causal
-
     engine = engine_of(hf_dirs("causal-llama"))
     m, tok = engine.model, engine.tokenizer
     docs = [PREFIX, LONGER, "import os\n\nx = os.path.join(a, b) +"]
     typed = [" 1 +", " 2 +", " 3 +", " 4 +"]  # after an operator: each keystroke's tokens follow the last ones
     room = sum(len(tok.encode(d + "".join(typed))) + 2 for d in docs)  # one row per document, grown
-    monkeypatch.setattr(causal, "PREFIX_TOKENS", room)
+    m.set_context_cache(room)
     for d in docs:
         engine.fill(request(d))
     for k in range(1, len(typed) + 1):  # the first document is typed in; the others wait
@@ -279,6 +277,26 @@ def test_a_document_typed_in_keeps_one_row_in_the_prefix_cache(hf_dirs, monkeypa
         new = len(tok.encode(d + typed[0])) - len(tok.encode(d))
         assert calls[0] <= new + 1, (d, calls[0])  # the typed tokens (and a last token re-cut), not the document
     assert len(m._rows) == len(docs)
+
+
+def test_the_engine_sizes_the_prefix_cache_and_it_keeps_its_size(hf_dirs):
+    """EngineConfig.context_cache_tokens is the causal model's prefix cache: rows past it go, the
+    oldest first, and the latest row stays even where it alone is larger."""
+    d = hf_dirs("causal-llama")
+    docs = [PREFIX, LONGER, "import os\n\nx = os.path.join(a, b) +"]
+    engine = engine_of(d)
+    for doc in docs:
+        engine.fill(request(doc))
+    sizes = [len(r.tokens) for r in engine.model._rows.values()]
+    assert len(sizes) == len(docs)
+    room = sizes[1] + sizes[2]
+    small = engine_of(d, context_cache_tokens=room)
+    assert small.model.context_cache_tokens == room
+    for doc in docs:
+        small.fill(request(doc))
+    assert [len(r.tokens) for r in small.model._rows.values()] == sizes[1:]
+    small.model.set_context_cache(1)
+    assert [len(r.tokens) for r in small.model._rows.values()] == sizes[2:]
 
 
 # --------------------------------------------------------------------------- 4. stale slots

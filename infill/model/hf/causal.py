@@ -36,8 +36,10 @@ import torch
 
 from infill.model.hf.model import HFContext, HFDiffusionModel, additive_mask, position_index
 
-PREFIX_TOKENS = 16384  # context tokens whose states are kept across fills, in all (the documents being
-# edited: a row's entry is about 23 MB per 1k tokens for the default model); the oldest go first
+PREFIX_TOKENS = 16384  # context tokens whose states are kept across fills, in all, unless the engine sets
+# another number (set_context_cache: EngineConfig.context_cache_tokens): the documents being edited, a
+# row's entry about 23 MB per 1k tokens for the default model in bf16; the oldest go first, and the
+# latest row is always kept
 SUPERSEDED = 16  # a kept row that a new row repeats all but at most this many tokens of (and at least half
 # of) is dropped for it (the document's next keystroke: its prefix grew, its last tokens changed); from
 # the new row it is at most that many tokens away. Short documents that merely begin alike keep theirs
@@ -159,6 +161,12 @@ class CausalLM(HFDiffusionModel):
         super().__init__(*args, **kwargs)
         self._rows: OrderedDict[int, _Row] = OrderedDict()
         self._serial = 0
+        self.context_cache_tokens = PREFIX_TOKENS
+
+    def set_context_cache(self, tokens: int) -> None:
+        """Keep at most ``tokens`` context tokens' states across fills (the latest row is always kept)."""
+        self.context_cache_tokens = tokens
+        self._shed()
 
     def bind_context(self, context: HFContext, rows: torch.Tensor, pos: torch.Tensor) -> CausalBound:
         rows = rows.to(self.device)
@@ -198,9 +206,12 @@ class CausalLM(HFDiffusionModel):
             del self._rows[best]
         self._serial += 1
         self._rows[self._serial] = out
-        while len(self._rows) > 1 and sum(len(r.tokens) for r in self._rows.values()) > PREFIX_TOKENS:
-            self._rows.popitem(last=False)
+        self._shed()
         return out
+
+    def _shed(self) -> None:
+        while len(self._rows) > 1 and sum(len(r.tokens) for r in self._rows.values()) > self.context_cache_tokens:
+            self._rows.popitem(last=False)
 
     def _empty_row(self) -> _Row:
         cfg = self.backbone.config
