@@ -769,6 +769,46 @@ def test_a_fill_may_mend_what_its_holes_cut_broke_away_from_them():
     assert whole.errors([b""])[2], "an unbroken document is clean with a fill that adds no error"
 
 
+def test_a_fill_that_mends_may_end_only_once_the_brackets_it_leaves_open_take_the_stray_closers():
+    text = "class A {\n  m(x) {\n    if (x) {\n      a();\n    }\n      b();\n    }\n    return 1;\n  }\n}\n"
+    at = text.index("    }\n      b") + 5
+    d = Document(grammar("javascript"), text, [(at, at)])
+    ctx = hole_context(d, 0)
+    assert ctx.base == ("{", "{") and ctx.surplus and ctx.after == ("}", "}", "}") and not ctx.mends
+    plain, mends = Lexer(grammar("javascript").spec, ctx), Lexer(grammar("javascript").spec, replace(ctx, mends=True))
+    for fill, mended in [("", False), (" else", False), (" else {", True), (" else { b(); }", False), (" else (", False),
+                         (" else {{", True)]:  # (the judge refuses '{{'; the closers after it take both)
+        st, ok = mends.feed(mends.start, fill)
+        assert ok and mends.can_end(st) == mended, fill
+        assert plain.can_end(plain.feed(plain.start, fill)[0]), fill  # without ``mends``: the surplus lets any end
+    assert mends.closers_needed(mends.start) == 1 and mends.closers_needed(mends.feed(mends.start, " else {")[0]) == 0
+    assert mends.closers_needed(mends.feed(mends.start, " else { f(")[0]) == 1  # its '(' still to close
+    balanced = Document(grammar("javascript"), "f(1);\n", [(2, 2)])
+    assert hole_context(balanced, 0).after == ()  # nothing stray: not kept
+
+
+def test_a_mending_fill_writes_the_opener_where_the_model_would_end_or_break_its_line(list_tokenizer):
+    from infill.syntax.hooks import Shape
+
+    tok = list_tokenizer(["<pad>", "<mask>", "<eos>", " else", " {", "\n", " x", "{"])
+    text = "function f(x) {\n  if (x) {\n    a();\n  }|\n    b();\n  }\n  return 1;\n}\n"
+    req = request(text, language="javascript", window=4)
+    e, brace, nl, x = (tok.vocab.index(t) for t in (" else", " {", "\n", " x"))
+    state = windows([[e, MASK, MASK, MASK]], [[False, True, True, True]])
+    plain = for_chunk([req], [0], torch.zeros(1, 4, dtype=torch.long), tok, 0, 1)
+    mending = for_chunk([req], [0], torch.zeros(1, 4, dtype=torch.long), tok, 0, 1, [Shape(mends=True)])
+    for proposal in (PAD, nl):  # the model would end the fill, or its line, after ' else'; its next best goes on
+        tokens, allowed = plain.steer(state, torch.tensor([[e, proposal, PAD, PAD]]), state.masked.clone(), lambda r, k: [x])
+        assert tokens[0, 1] == proposal and allowed[0, 1]
+        tokens, allowed = mending.steer(state, torch.tensor([[e, proposal, PAD, PAD]]), state.masked.clone(), lambda r, k: [x])
+        assert tokens[0, 1] == brace and allowed[0, 1], proposal
+    tokens, allowed = mending.steer(state, torch.tensor([[e, x, PAD, PAD]]), state.masked.clone(), lambda r, k: [])
+    assert tokens[0, 1] == x and allowed[0, 1]  # what the model writes on its line it keeps
+    last = windows([[e, x, x, MASK]], [[False, False, False, True]])  # the last slot: nothing it ranks may end the fill
+    tokens, allowed = mending.steer(last, torch.tensor([[e, x, x, x]]), last.masked.clone(), lambda r, k: [x])
+    assert tokens[0, 3] == brace and allowed[0, 3]
+
+
 # A method's '{' cut, a doc comment after it: the header alone parses as a call, and the tree's root is an ERROR.
 _NO_BRACE = ("class Store extends Base {\n  configure(options)|\n    if (options === undefined) return this._options;\n\n"
              "    this._options = options;\n    return this;\n  }\n\n  /**\n"

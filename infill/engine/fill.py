@@ -19,7 +19,7 @@ import math
 import re
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -815,9 +815,10 @@ class Engine:
         the text after the hole closes brackets nothing before it opens (syntax.constraint.mendable:
         a hole cut where a block's opening line stood leaves that block's closer stray, and the fill
         ended its line without opening it: ``}`` + nothing, where `` else {`` stood), one greedy
-        fill that commits the fill's first line and may not break a line after it, so that it goes
-        on to open what the text after it closes (the finisher cuts it back to where it mends the
-        document, Finisher._cut_to_mend). None elsewhere."""
+        fill that commits the fill's first line and mends (Shape.mends: it may not break that line
+        or end before it opens what the text after it closes, and where the model would, it writes
+        the opener; the finisher cuts it back to where it mends the document, Finisher._cut_to_mend).
+        None elsewhere."""
         req = p.request
         if p.shape.opener or not req.options.constrained or not self.ranks_one_hole(req):
             return []
@@ -829,18 +830,18 @@ class Engine:
         leads = self.tokenizer.encode(p.heals[0].decode("utf-8", "replace") + p.indents[0] + line) if line.strip() else list(lead)
         if leads[: len(lead)] != lead or len(leads) + 1 >= p.windows[0]:
             return []
-        return [self.branch(p, leads, (len(leads), LINE_BREAK))]
+        return [self.branch(p, leads, None, replace(p.shape, mends=True))]
 
     def ranks_one_hole(self, request: FillRequest) -> bool:
         """Is ``request`` one hole whose candidates Engine.pick ranks by the text after it?"""
         return len(request.holes) == 1 and self.model.capabilities.scores_text and len(self.candidate_plan(request)) > 1
 
     @staticmethod
-    def branch(p: _Prepared, leads: list[int], ban: tuple[int, int | str]) -> _Prepared:
-        """The greedy fill of p's one hole that starts with ``leads`` (committed) under ``ban``."""
+    def branch(p: _Prepared, leads: list[int], ban: tuple[int, int | str] | None, shape: Shape | None = None) -> _Prepared:
+        """The greedy fill of p's one hole that starts with ``leads`` (committed) under ``ban`` (and ``shape``)."""
         req = p.request
         req = msgspec.structs.replace(req, options=msgspec.structs.replace(req.options, candidates=1))
-        return _Prepared(req, p.segments, p.windows, 0.0, p.indents, p.shape, [leads], p.heals, [ban])
+        return _Prepared(req, p.segments, p.windows, 0.0, p.indents, shape or p.shape, [leads], p.heals, [ban])
 
     def rank_in(self, p: _Prepared, fills: list[Fill]) -> tuple[bool, bool, bool]:
         """finish.result_rank of a result's ``fills`` for p's request (as_result's indentation undone)."""

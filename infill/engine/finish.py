@@ -265,7 +265,7 @@ class Finisher:
         """Fill i (``text``, before a cursor completion's truncation) of valid fills ``texts`` of a
         document broken away from its holes, cut where it has just opened a bracket: at one of its
         first SHORT_CUTS line ends after one, or where it is one line, at one of its MAX_CUTS
-        shortest token prefixes that end with one; shortest first, the first that leaves row r
+        shortest token prefixes that end with one, or whole where it ends with one; shortest first, the first that leaves row r
         valid with no error at all in its judged region (``SyntaxConstraint.clean``); None where
         none does. A hole cut where a block's opening line stood leaves that block's closer stray
         further down: a fill that opens the block again and goes on (its body again, its own
@@ -277,6 +277,8 @@ class Finisher:
         else:
             toks = self.tokenizer.encode(text)
             cuts = [c for c in (self.tokenizer.decode(toks[:k]) for k in range(1, len(toks))) if c.rstrip()[-1:] in openers][:MAX_CUTS]
+        if text.rstrip()[-1:] in openers:  # the whole fill, where it ends where it opened one (a mending fill's end)
+            cuts.append(text)
         for cut in cuts:
             cut = join_line_break(cut, after)
             cand = texts[:i] + [cut] + texts[i + 1 :]

@@ -284,7 +284,8 @@ class SyntaxConstraint:
                 # The end the model proposes ends the fill even before committed slots (they are cut).
                 may_end = k == first and not no_pad[k] and not heal
                 ends = self._end_signal(lexer, tok) if may_end else []
-                tok = self._first_allowed(lexer, st, [*ends, *options], room, heal)
+                mend = self._lead_tokens(lexer.mend_next(st)) if tok == self.pad_id or "\n" in self._token_text(tok) else []
+                tok = self._first_allowed(lexer, st, [*mend, *ends, *options], room, heal)
                 if tok is None and k == first:  # a header's ':' the model ranks low; a head nothing ranked may go on ends
                     forced = self._lead_tokens(lexer.owes(st)) if not heal else []
                     forced += [self.pad_id] if may_end and room is not None and lexer.ends_short() else []
@@ -327,6 +328,8 @@ class SyntaxConstraint:
             if not text.startswith(heal):
                 return False
             text = text[len(heal) :]
+        if "\n" in text and not lexer.may_break(st, text[: text.index("\n")]):
+            return False
         if room != 0:
             if not lexer.accepts(st, text):
                 return False

@@ -300,6 +300,9 @@ class HoleContext:
     base: tuple[str, ...] = ()  # brackets open before the hole (opener tokens, outermost first)
     needed: int = 0  # how many of the innermost ``base`` entries the text after the hole closes
     surplus: bool = False  # the text after the hole closes more than ``base`` holds
+    after: tuple[str, ...] = ()  # with ``surplus``: the closers the text after the hole has that nothing there
+    # opens, in order (innermost first)
+    mends: bool = False  # the fill must leave open what ``after`` closes (a mend branch's; Lexer.mended)
     # The last hole: how many of ``base`` the text after it leaves open (all or none: the fill can
     # close them only when that text closes none); a fill that ``closes`` must close them.
     unclosed: int = 0
@@ -430,7 +433,8 @@ def _hole_context(doc: Document, i: int) -> HoleContext:
         top = next((c for c in root.children if c.end_byte >= e), None)
         stop = top.end_byte if top is not None and (stop is None or top.end_byte < stop) else stop
     needed, surplus = 0, False
-    for closer in _unmatched(g, root, e, stop):
+    after = tuple(_unmatched(g, root, e, stop))
+    for closer in after:
         if needed < len(stack) and pairs[stack[len(stack) - 1 - needed]] == closer:
             needed += 1
         else:
@@ -439,7 +443,8 @@ def _hole_context(doc: Document, i: int) -> HoleContext:
     row = line_start(data, s)
     before = data[row:s]
     at_line_start = not before.strip()
-    ctx = dict(base=tuple(stack), needed=needed, surplus=surplus, at_line_start=at_line_start and not stack)
+    ctx = dict(base=tuple(stack), needed=needed, surplus=surplus, after=after if surplus else (),
+               at_line_start=at_line_start and not stack)
     if i + 1 == len(doc.spans) and not needed and not surplus:
         ctx["unclosed"] = len(stack)
     ctx["next_char"] = data[e : e + 1].decode("utf-8", "replace")

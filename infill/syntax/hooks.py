@@ -47,10 +47,13 @@ class Shape:
 
     Invariant: ``opener`` follows the last hole in what the model reads and goes into its fill,
     so the syntax checks judge that fill with it; ``closes``: the last hole's fill must close the
-    brackets open before it that the text after it leaves open (a retry's)."""
+    brackets open before it that the text after it leaves open (a retry's); ``mends``: the last
+    hole's fill must leave open the brackets that the text after it closes and nothing opens (a
+    mend branch's, HoleContext.mends)."""
 
     opener: str = ""
     closes: bool = False
+    mends: bool = False
     # The request's parsed document, for the syntax checks to reuse (not part of the shape).
     doc: "Document | None" = field(default=None, compare=False, repr=False)
 
@@ -159,7 +162,7 @@ class LanguageHooks:
 
     def steering_context(self, doc: "Document", i: int, ctx: "HoleContext", shape: Shape) -> "HoleContext":
         """Hole ``i``'s steering context with what ``shape`` adds (``doc.holes`` are the request's)."""
-        return replace(ctx, closes=shape.closes) if i == len(doc.holes) - 1 else ctx
+        return replace(ctx, closes=shape.closes, mends=shape.mends) if i == len(doc.holes) - 1 else ctx
 
     # -- scaffolds -----------------------------------------------------------------------------
 

@@ -15,6 +15,8 @@ A token is refused only when it makes an error that no later token can undo:
   after the hole closes it), and the end of the fill anywhere else than inside it;
 - the end of the fill (pad) inside a string or block comment, or with its own brackets open;
 - the end of a fill that ``closes`` (a retry's) with brackets open before the hole that the text after it leaves open;
+- the end of a fill that ``mends`` (a mend branch's), or its first line break, before the brackets open after it take
+  the closers the text after it has that nothing there opens (``HoleContext.after``);
 - a token after which the window has fewer slots left than :meth:`Lexer.closers_needed` (one
   closing character per slot: a fill looping inside a dict is made to close it in time);
 - whatever the language's line rules refuse (a line indented where no block opens, a line
@@ -200,8 +202,50 @@ class Lexer:
         back for lookahead count as what they start if the text ended there (``'e`` opens a string)."""
         if st.tail:
             st = self.feed(st, "", final=True)[0]
-        need = len(st.stack) + (st.kind == "block" or (st.kind == "str" and not self.ctx.string))
+        brackets = self._to_mend(st) if self.ctx.mends else len(st.stack)
+        need = brackets + (st.kind == "block" or (st.kind == "str" and not self.ctx.string))
         return need + (max(self.ctx.unclosed - st.popped, 0) if self.ctx.closes else 0)
+
+    def _to_mend(self, st: LexState) -> int:
+        """The fewest brackets a fill that ``mends`` must still close or open after the state
+        ``st`` (:meth:`_mend_plan`); where none can, its own open brackets' count."""
+        plan = self._mend_plan(st)
+        return sum(plan) if plan is not None else len(st.stack)
+
+    def _mend_plan(self, st: LexState) -> tuple[int, int] | None:
+        """(k, m): a fill that ``mends`` closes its k innermost open brackets, then opens m, so that
+        the brackets open after it take, innermost first, every closer the text after the hole has
+        that nothing there opens (``HoleContext.after``): the fewest k + m; None where none can."""
+        after, base = self.ctx.after, self.ctx.base[: len(self.ctx.base) - st.popped]
+        for k in range(len(st.stack) + 1):
+            open_ = base + st.stack[: len(st.stack) - k]
+            m = max(len(after) - len(open_), 0)  # openers to add: they take the first closers
+            if all(self.pairs[o] == c for o, c in zip(reversed(open_), after[m:])):
+                return k, m
+        return None
+
+    def may_break(self, st: LexState, text: str) -> bool:
+        """May the fill break its line after ``text`` follows the state ``st``? Not a fill that
+        ``mends`` before it has (:meth:`mended`): the opener it must write ends its first line."""
+        return not self.ctx.mends or self.mended(self.feed(st, text)[0])
+
+    def mend_next(self, st: LexState) -> list[str]:
+        """For a fill that ``mends`` and may not end yet after the state ``st``, the bracket to
+        write next (with a space first, then without): the innermost of its own to close, else
+        the outermost opener still missing; [] for none."""
+        plan = self._mend_plan(st) if self.ctx.mends else None
+        if not plan or not sum(plan):
+            return []
+        k, m = plan
+        if k:
+            return [self.pairs[st.stack[-1]]]
+        opener = {c: o for o, c in self.pairs.items() if len(o) == 1}.get(self.ctx.after[m - 1])
+        return [f" {opener}", opener] if opener else []
+
+    def mended(self, st: LexState) -> bool:
+        """Do the brackets open after the state ``st`` take, innermost first, every closer the text
+        after the hole has that nothing there opens (``HoleContext.after``)?"""
+        return self._to_mend(st) == 0 and (bool(self.ctx.after) or not st.stack)
 
     def _closers(self, st: LexState) -> list[str]:
         """The closers of the brackets open after the state ``st``, innermost first: the fill's
@@ -231,9 +275,10 @@ class Lexer:
         return ([closer] if closer else []) + words
 
     def owes(self, st: LexState) -> list[str]:
-        """What the line rules say must come next after the state ``st`` where the model ranks
-        nothing allowed (Python: a block header's ':', ``def f(self)``); [] for nothing."""
-        return self.rules.owes(st) if self.rules is not None else []
+        """What must come next after the state ``st`` where the model ranks nothing allowed: what
+        the line rules say (Python: a block header's ':', ``def f(self)``), and for a fill that
+        ``mends``, its next bracket (:meth:`mend_next`); [] for nothing."""
+        return (self.rules.owes(st) if self.rules is not None else []) + self.mend_next(st)
 
     def head_end(self, text: str) -> str | None:
         """Where the model's refused proposal ``text`` is the text after the hole by the line rules
@@ -271,5 +316,7 @@ class Lexer:
         if st.kind == "line" and self.ctx.next_char not in ("", "\n", "\r"):
             return False  # the comment would swallow the rest of the line
         if self.ctx.closes and st.popped < self.ctx.unclosed:
+            return False
+        if self.ctx.mends and not self.mended(st):
             return False
         return (not st.stack or self.ctx.surplus) and (self.rules is None or self.rules.can_end(st))

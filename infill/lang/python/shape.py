@@ -388,7 +388,7 @@ def before_opener(ctx: HoleContext, shape: Shape) -> HoleContext:
     """The steering context of a hole, read from the original text, with what its shape adds:
     the opener after it, the first line's widths, the levels the tree could not tell."""
     lc = ctx.lang
-    ctx = replace(ctx, closes=shape.closes)
+    ctx = replace(ctx, closes=shape.closes, mends=shape.mends)
     ctx = _with(ctx, first_indents=shape.first_indents, levels=lc.levels if lc.levels is not None else shape.levels)
     if not shape.opener:
         return ctx
