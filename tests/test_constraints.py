@@ -8,7 +8,7 @@ import torch
 
 from infill.model.seam import Capabilities
 
-from infill.syntax.constraint import RequestCheck, SyntaxConstraint, for_chunk, is_clean, is_valid
+from infill.syntax.constraint import RequestCheck, SyntaxConstraint, for_chunk, is_clean, is_valid, mendable
 from infill.syntax.languages import grammar
 from infill.model.network import BoundContext
 from infill.protocol import FillRequest, Hole, SamplingOptions
@@ -769,7 +769,7 @@ def test_a_fill_may_mend_what_its_holes_cut_broke_away_from_them():
     assert whole.errors([b""])[2], "an unbroken document is clean with a fill that adds no error"
 
 
-def test_a_fill_that_mends_may_end_only_once_the_brackets_it_leaves_open_take_the_stray_closers():
+def test_a_fill_that_mends_may_end_only_once_the_brackets_left_open_are_those_the_closers_after_it_close():
     text = "class A {\n  m(x) {\n    if (x) {\n      a();\n    }\n      b();\n    }\n    return 1;\n  }\n}\n"
     at = text.index("    }\n      b") + 5
     d = Document(grammar("javascript"), text, [(at, at)])
@@ -777,14 +777,31 @@ def test_a_fill_that_mends_may_end_only_once_the_brackets_it_leaves_open_take_th
     assert ctx.base == ("{", "{") and ctx.surplus and ctx.after == ("}", "}", "}") and not ctx.mends
     plain, mends = Lexer(grammar("javascript").spec, ctx), Lexer(grammar("javascript").spec, replace(ctx, mends=True))
     for fill, mended in [("", False), (" else", False), (" else {", True), (" else { b(); }", False), (" else (", False),
-                         (" else {{", True)]:  # (the judge refuses '{{'; the closers after it take both)
+                         (" else {{", False)]:  # one more than the closers after it close
         st, ok = mends.feed(mends.start, fill)
         assert ok and mends.can_end(st) == mended, fill
         assert plain.can_end(plain.feed(plain.start, fill)[0]), fill  # without ``mends``: the surplus lets any end
     assert mends.closers_needed(mends.start) == 1 and mends.closers_needed(mends.feed(mends.start, " else {")[0]) == 0
     assert mends.closers_needed(mends.feed(mends.start, " else { f(")[0]) == 1  # its '(' still to close
     balanced = Document(grammar("javascript"), "f(1);\n", [(2, 2)])
-    assert hole_context(balanced, 0).after == ()  # nothing stray: not kept
+    assert hole_context(balanced, 0).after == (")",)
+
+
+def test_a_fill_mends_a_row_cut_before_its_closer_by_closing_it():
+    # `2},` cut from an object's row: the '}' after the hole is the outer object's, the row's is missing
+    text = "const t = {\n  a: {x: 1},\n  b: {x: |\n  c: {x: 3},\n};\nf(t);\n"
+    at = text.index("|")
+    text = text.replace("|", "")
+    ctx = hole_context(Document(grammar("javascript"), text, [(at, at)]), 0)
+    assert ctx.base == ("{", "{") and ctx.after == ("}",) and ctx.needed == 1 and not ctx.surplus
+    assert mendable("javascript", text, [(at, at)], ["2,"]) and not mendable("javascript", text, [(at, at)], ["2},"])
+    assert is_clean("javascript", text, [(at, at)], ["2},"])
+    plain, mends = Lexer(grammar("javascript").spec, ctx), Lexer(grammar("javascript").spec, replace(ctx, mends=True))
+    assert not plain.accepts(plain.start, "2}")  # the '}' the text after it needs, by the pairing of types
+    for fill, mended in [("2,", False), ("2},", True), ("2}}", False), ("2}, d: {", False)]:
+        st, ok = mends.feed(mends.start, fill)
+        assert ok and mends.can_end(st) == mended, fill
+    assert mends.mend_next(mends.feed(mends.start, "2")[0]) == ["}"] and mends.closers_needed(mends.start) == 1
 
 
 def test_a_mending_fill_writes_the_opener_where_the_model_would_end_or_break_its_line(list_tokenizer):

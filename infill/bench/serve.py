@@ -125,6 +125,7 @@ def summarize(records: list[dict], wall_s: float, before: dict, after: dict, edi
         "mean_batch_requests": delta("infill_batch_requests_sum") / calls if calls else None,
         "mean_batch_rows": delta("infill_batch_rows_sum") / calls if calls else None,
         "mean_step_ms": 1000 * delta("infill_step_seconds_sum") / calls if calls else None,
+        "server_rss_mib": after["process_resident_memory_bytes"] / 2**20 if "process_resident_memory_bytes" in after else None,
     }
 
 
@@ -217,7 +218,7 @@ def run(args: argparse.Namespace) -> dict:
         cmd += ["--model", str(args.model)]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
-    if args.context_cache is not None:
+    if getattr(args, "context_cache", None) is not None:
         cmd += ["--context-cache", str(args.context_cache)]
     if args.ray_replicas:
         cmd += ["--ray", "--replicas", str(args.ray_replicas), "--cpus-per-replica", str(args.ray_cpus_per_replica)]
@@ -236,7 +237,8 @@ def run(args: argparse.Namespace) -> dict:
             all_records.extend({**r, "editors": n} for r in records)
             print(f"{n:3d} editors: p50 {row['p50_ms'] or 0:7.1f} ms  p95 {row['p95_ms'] or 0:7.1f} ms  "
                   f"{row['requests_per_s'] or 0:6.2f} req/s  batch {row['mean_batch_requests'] or 0:5.2f} requests "
-                  f"({row['mean_batch_rows'] or 0:5.1f} rows)  errors {row['errors']}", file=sys.stderr, flush=True)
+                  f"({row['mean_batch_rows'] or 0:5.1f} rows)  errors {row['errors']}  server {row['server_rss_mib'] or 0:,.0f} MiB",
+                  file=sys.stderr, flush=True)
     finally:
         proc.terminate()
         try:

@@ -263,22 +263,24 @@ class Finisher:
 
     def _cut_to_mend(self, r: int, texts: list[str], i: int, text: str, after: str) -> str | None:
         """Fill i (``text``, before a cursor completion's truncation) of valid fills ``texts`` of a
-        document broken away from its holes, cut where it has just opened a bracket: at one of its
-        first SHORT_CUTS line ends after one, or where it is one line, at one of its MAX_CUTS
-        shortest token prefixes that end with one, or whole where it ends with one; shortest first, the first that leaves row r
-        valid with no error at all in its judged region (``SyntaxConstraint.clean``); None where
-        none does. A hole cut where a block's opening line stood leaves that block's closer stray
-        further down: a fill that opens the block again and goes on (its body again, its own
-        ``}``) mends the document where it has just opened it; the text after the hole has the rest."""
-        openers = self.syntax.openers(r, i)  # where it has just opened a bracket
+        document broken away from its holes, cut where it has just opened or closed a bracket: at
+        one of its first SHORT_CUTS line ends after one, or where it is one line, at one of its
+        MAX_CUTS shortest token prefixes that end with one; else whole. Shortest first, the first
+        that leaves row r valid with no error at all in its judged region (``SyntaxConstraint.clean``);
+        None where none does. A hole cut where a block's opening line stood leaves that block's
+        closer stray further down: a fill that opens the block again and goes on (its body again,
+        its own ``}``) mends the document where it has just opened it; the text after the hole has
+        the rest. A hole cut where a closer stood (a table's row cut after its first values) is
+        mended where the fill closes it."""
+        brackets = self.syntax.brackets(r, i)  # where it has just opened or closed a bracket
         if "\n" in text.rstrip("\n"):
-            cuts = [text[: m + 1] for m, c in enumerate(text) if c == "\n" and m + 1 < len(text) and text[:m].rstrip()[-1:] in openers]
+            cuts = [text[: m + 1] for m, c in enumerate(text) if c == "\n" and m + 1 < len(text) and text[:m].rstrip()[-1:] in brackets]
             cuts = cuts[:SHORT_CUTS]
         else:
             toks = self.tokenizer.encode(text)
-            cuts = [c for c in (self.tokenizer.decode(toks[:k]) for k in range(1, len(toks))) if c.rstrip()[-1:] in openers][:MAX_CUTS]
-        if text.rstrip()[-1:] in openers:  # the whole fill, where it ends where it opened one (a mending fill's end)
-            cuts.append(text)
+            cuts = [c for c in (self.tokenizer.decode(toks[:k]) for k in range(1, len(toks))) if c.rstrip()[-1:] in brackets][:MAX_CUTS]
+        if text not in cuts:
+            cuts.append(text)  # and whole (a mending fill's: it ends once it has mended the document)
         for cut in cuts:
             cut = join_line_break(cut, after)
             cand = texts[:i] + [cut] + texts[i + 1 :]

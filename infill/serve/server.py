@@ -58,9 +58,10 @@ class ServeConfig:
 
 class PromMetrics(Metrics):
     def __init__(self):
-        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
         self.registry = r = CollectorRegistry()
+        ProcessCollector(registry=r)  # process_resident_memory_bytes and the rest (where the platform has /proc)
         self.q = Gauge("infill_queue_depth", "requests waiting to join the batch", registry=r)
         self.live_requests = Gauge("infill_live_requests", "requests in the running batch", registry=r)
         self.live_rows = Gauge("infill_live_rows", "candidate rows in the running batch", registry=r)

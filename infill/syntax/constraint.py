@@ -136,12 +136,18 @@ def is_clean(language: str | None, text: str, holes: list[tuple[int, int]], fill
 
 def mendable(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> bool:
     """Do ``fills`` leave ``text`` broken away from its ``holes`` (not Document.errors' clean), where
-    the text after a hole closes brackets that nothing before it opens (``HoleContext.surplus``), so
-    that a fill that opens them could mend it? False without a usable grammar."""
+    the text after a hole closes brackets, but not exactly those open before it (``HoleContext.after``
+    against ``base``: more, or other, or fewer), so that a fill that opens or closes the difference
+    could mend it? False without a usable grammar."""
     doc = _document(language, text, holes)
     if doc is None or doc.errors(_encoded(fills))[2]:
         return False
-    return any(hole_context(doc, i).surplus for i in range(len(holes)))
+    pairs = doc.grammar.spec.brackets
+    for i in range(len(holes)):
+        ctx = hole_context(doc, i)
+        if ctx.after and ctx.after != tuple(pairs[b] for b in reversed(ctx.base)):
+            return True
+    return False
 
 
 class SyntaxConstraint:
@@ -480,10 +486,11 @@ class SyntaxConstraint:
         lexer = lexers[i] if i < len(lexers) else None
         return lexer.close(text) if lexer is not None else None
 
-    def openers(self, r: int, i: int) -> set[str]:
-        """The opening brackets of hole i of row r's language (none where the hole is not steered)."""
+    def brackets(self, r: int, i: int) -> set[str]:
+        """The one-character brackets of hole i of row r's language, opening and closing (none
+        where the hole is not steered)."""
         lexers = self.checks[r].lexers
-        return lexers[i].openers if i < len(lexers) and lexers[i] is not None else set()
+        return lexers[i].openers | lexers[i].closers if i < len(lexers) and lexers[i] is not None else set()
 
     def steered(self, r: int, i: int) -> bool:
         """Has hole i of row r a steering lexer?"""

@@ -300,9 +300,9 @@ class HoleContext:
     base: tuple[str, ...] = ()  # brackets open before the hole (opener tokens, outermost first)
     needed: int = 0  # how many of the innermost ``base`` entries the text after the hole closes
     surplus: bool = False  # the text after the hole closes more than ``base`` holds
-    after: tuple[str, ...] = ()  # with ``surplus``: the closers the text after the hole has that nothing there
-    # opens, in order (innermost first)
-    mends: bool = False  # the fill must leave open what ``after`` closes (a mend branch's; Lexer.mended)
+    after: tuple[str, ...] = ()  # the closers the text after the hole has that nothing there opens, in order
+    # (up to the next hole, or where no error is, the end of the top-level node around the hole)
+    mends: bool = False  # the fill must leave open exactly what ``after`` closes (a mend branch's; Lexer.mended)
     # The last hole: how many of ``base`` the text after it leaves open (all or none: the fill can
     # close them only when that text closes none); a fill that ``closes`` must close them.
     unclosed: int = 0
@@ -443,8 +443,7 @@ def _hole_context(doc: Document, i: int) -> HoleContext:
     row = line_start(data, s)
     before = data[row:s]
     at_line_start = not before.strip()
-    ctx = dict(base=tuple(stack), needed=needed, surplus=surplus, after=after if surplus else (),
-               at_line_start=at_line_start and not stack)
+    ctx = dict(base=tuple(stack), needed=needed, surplus=surplus, after=after, at_line_start=at_line_start and not stack)
     if i + 1 == len(doc.spans) and not needed and not surplus:
         ctx["unclosed"] = len(stack)
     ctx["next_char"] = data[e : e + 1].decode("utf-8", "replace")

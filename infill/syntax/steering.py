@@ -15,8 +15,8 @@ A token is refused only when it makes an error that no later token can undo:
   after the hole closes it), and the end of the fill anywhere else than inside it;
 - the end of the fill (pad) inside a string or block comment, or with its own brackets open;
 - the end of a fill that ``closes`` (a retry's) with brackets open before the hole that the text after it leaves open;
-- the end of a fill that ``mends`` (a mend branch's), or its first line break, before the brackets open after it take
-  the closers the text after it has that nothing there opens (``HoleContext.after``);
+- the end of a fill that ``mends`` (a mend branch's), or its first line break, before the brackets open after it are
+  exactly those the closers the text after it has that nothing there opens close (``HoleContext.after``);
 - a token after which the window has fewer slots left than :meth:`Lexer.closers_needed` (one
   closing character per slot: a fill looping inside a dict is made to close it in time);
 - whatever the language's line rules refuse (a line indented where no block opens, a line
@@ -177,8 +177,9 @@ class Lexer:
                     ok = ok and pairs[stack.pop()] == c
                 elif popped < base:
                     top = base - popped - 1
-                    # Closing what the text after the hole still needs breaks that text.
-                    ok = ok and pairs[ctx.base[top]] == c and top < base - ctx.needed
+                    # Closing what the text after the hole still needs breaks that text (a fill that
+                    # mends reads that text's closers otherwise: Lexer.mended).
+                    ok = ok and pairs[ctx.base[top]] == c and (ctx.mends or top < base - ctx.needed)
                     popped += 1
                 else:
                     ok = False
@@ -213,14 +214,15 @@ class Lexer:
         return sum(plan) if plan is not None else len(st.stack)
 
     def _mend_plan(self, st: LexState) -> tuple[int, int] | None:
-        """(k, m): a fill that ``mends`` closes its k innermost open brackets, then opens m, so that
-        the brackets open after it take, innermost first, every closer the text after the hole has
-        that nothing there opens (``HoleContext.after``): the fewest k + m; None where none can."""
-        after, base = self.ctx.after, self.ctx.base[: len(self.ctx.base) - st.popped]
-        for k in range(len(st.stack) + 1):
-            open_ = base + st.stack[: len(st.stack) - k]
-            m = max(len(after) - len(open_), 0)  # openers to add: they take the first closers
-            if all(self.pairs[o] == c for o, c in zip(reversed(open_), after[m:])):
+        """(k, m): a fill that ``mends`` closes the k innermost brackets open after the state
+        ``st`` (its own, then those before the hole), then opens m, so that the brackets open after
+        it are exactly those that the closers the text after the hole has and nothing there opens
+        close, innermost first (``HoleContext.after``): the fewest k + m; None where none can."""
+        after, open_ = self.ctx.after, self.ctx.base[: len(self.ctx.base) - st.popped] + st.stack
+        for k in range(len(open_) + 1):
+            kept = open_[: len(open_) - k]
+            m = len(after) - len(kept)  # openers to add: they take the first closers
+            if m >= 0 and all(self.pairs[o] == c for o, c in zip(reversed(kept), after[m:])):
                 return k, m
         return None
 
@@ -238,14 +240,14 @@ class Lexer:
             return []
         k, m = plan
         if k:
-            return [self.pairs[st.stack[-1]]]
+            return [self.pairs[(self.ctx.base[: len(self.ctx.base) - st.popped] + st.stack)[-1]]]
         opener = {c: o for o, c in self.pairs.items() if len(o) == 1}.get(self.ctx.after[m - 1])
         return [f" {opener}", opener] if opener else []
 
     def mended(self, st: LexState) -> bool:
-        """Do the brackets open after the state ``st`` take, innermost first, every closer the text
-        after the hole has that nothing there opens (``HoleContext.after``)?"""
-        return self._to_mend(st) == 0 and (bool(self.ctx.after) or not st.stack)
+        """Are the brackets open after the state ``st`` exactly those that the closers the text
+        after the hole has and nothing there opens close (``HoleContext.after``)?"""
+        return self._mend_plan(st) == (0, 0)
 
     def _closers(self, st: LexState) -> list[str]:
         """The closers of the brackets open after the state ``st``, innermost first: the fill's

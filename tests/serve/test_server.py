@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import threading
 import time
 import urllib.error
@@ -322,6 +323,8 @@ def test_token_and_origin_checks(server):
     metrics = urllib.request.urlopen(http + "/metrics?token=s3cret", timeout=10).read().decode()
     for name in ("infill_queue_depth", "infill_batch_rows", "infill_step_seconds", "infill_request_seconds"):
         assert name in metrics
+    if sys.platform.startswith("linux"):
+        assert "process_resident_memory_bytes" in metrics  # what infill bench serve reports as the server's memory
 
 
 def test_stop_cancels_in_flight_requests_with_an_error_frame(server):
