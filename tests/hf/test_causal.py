@@ -313,6 +313,40 @@ def test_a_lone_rows_new_context_runs_in_its_first_steps_model_call(hf_dirs):
     assert got.fills[0].text == again.fills[0].text == fresh.fills[0].text
 
 
+def test_contexts_that_join_together_run_in_one_call_as_they_would_one_by_one(hf_dirs):
+    """A batch's new contexts (requests joining it) run their uncached tokens in one model call,
+    padded to the longest, with the states and the cached rows that one call each makes; a context
+    that repeats another (a request's candidate rows) is taken from it."""
+    d = hf_dirs("causal-llama")
+    one, batched = engine_of(d).model, engine_of(d).model
+    tok = engine_of(d).tokenizer
+    texts = [PREFIX, LONGER, "import os\n\nx = os.path.join(a, b) +", PREFIX + " 1 +"]
+    contexts = [(torch.tensor(tok.encode(t)), torch.arange(len(tok.encode(t))) + 3) for t in texts]
+    one.set_context_cache(1 << 20)
+    batched.set_context_cache(1 << 20)
+    one._encode_row(*contexts[0])
+    batched._encode_row(*contexts[0])  # a cached row the last context grows from
+    singles = [one._encode_row(*c) for c in contexts[1:]]
+    calls = []
+    real = batched._run
+
+    def counting(tokens, *args, **kwargs):
+        calls.append(tuple(tokens.shape))
+        return real(tokens, *args, **kwargs)
+
+    batched._run = counting
+    rows = batched._encode_rows(contexts[1:] + [contexts[1]])
+    assert len(calls) == 1 and calls[0][0] == 3, calls  # three contexts to run, one call; the repeat taken
+    assert rows[3] is rows[0]
+    for a, b in zip(singles, rows):
+        assert torch.equal(a.tokens, b.tokens)
+        torch.testing.assert_close(a.hidden, b.hidden, atol=1e-4, rtol=1e-4)
+        for (ka, va), (kb, vb) in zip(a.kv, b.kv):
+            torch.testing.assert_close(ka, kb, atol=1e-4, rtol=1e-4)
+            torch.testing.assert_close(va, vb, atol=1e-4, rtol=1e-4)
+    assert len(batched._rows) == len(one._rows) == 3  # the grown row superseded the one it grew from
+
+
 def test_the_engine_sizes_the_prefix_cache_and_it_keeps_its_size(hf_dirs):
     """EngineConfig.context_cache_tokens is the causal model's prefix cache: rows past it go, the
     oldest first, and the latest row stays even where it alone is larger."""

@@ -213,6 +213,61 @@ class CausalLM(HFDiffusionModel):
         self._keep(out, best, n)
         return out
 
+    def _encode_rows(self, contexts: list[tuple[torch.Tensor, torch.Tensor]]) -> list[_Row]:
+        """Each context's states, as :meth:`_encode_row` makes them, the tokens that no cached row
+        holds run for all contexts in one model call (a context that repeats an earlier one is
+        taken from it: a request's candidate rows)."""
+        out: list[_Row | None] = [None] * len(contexts)
+        todo: list[tuple[int, torch.Tensor, torch.Tensor, int | None, int]] = []
+        same: dict[int, int] = {}  # a context -> the earlier one it repeats
+        for i, (tokens, positions) in enumerate(contexts):
+            twin = next((j for j, t, p, _, _ in todo if torch.equal(t, tokens) and torch.equal(p, positions)), None)
+            if twin is not None:
+                same[i] = twin
+                continue
+            best, n = self._lookup(tokens, positions) if len(tokens) else (None, 0)
+            if n == len(tokens):
+                out[i] = self._encode_row(tokens, positions)  # cached whole (or empty)
+            else:
+                todo.append((i, tokens, positions, best, n))
+        if len(todo) == 1:
+            out[todo[0][0]] = self._encode_row(*contexts[todo[0][0]])
+        elif todo:
+            self._run_contexts(todo, out)
+        for i, j in same.items():
+            out[i] = out[j]
+        return out
+
+    def _run_contexts(self, todo: list[tuple[int, torch.Tensor, torch.Tensor, int | None, int]], out: list) -> None:
+        """Run contexts ``todo`` ((index, tokens, positions, cached row, tokens it holds)) in one
+        model call, each after its cached part (padded to the longest), and cache their rows."""
+        k, L = len(todo), max(len(t) for _, t, _, _, _ in todo)
+        C = max(len(t) - n for _, t, _, _, n in todo)
+        dev = self.device
+        st = self._room(torch.zeros((k, 0), dtype=torch.long, device=dev), L)
+        q_ids = torch.full((k, C), self.pad_id, dtype=torch.long, device=dev)
+        q_pos = torch.zeros((k, C), dtype=torch.long, device=dev)
+        q_ok = torch.zeros((k, C), dtype=torch.bool, device=dev)
+        at = torch.zeros((k, C), dtype=torch.long, device=dev)
+        for r, (_, tokens, positions, best, n) in enumerate(todo):
+            row = self._rows[best] if best is not None else self._empty_row()
+            self._put_kv(st, r, [(kk[0], vv[0]) for kk, vv in row.kv], n)
+            st.ctx_hidden[r, :n] = row.hidden[:n]
+            c = len(tokens) - n
+            st.key_pos[r, : len(tokens)], st.key_ok[r, : len(tokens)] = positions, True
+            q_ids[r, :c], q_pos[r, :c], q_ok[r, :c] = tokens[n:], positions[n:], True
+            q_pos[r, c:] = positions[-1]  # padding: it sees the row's keys (no row all masked); not kept
+            at[r, :c] = torch.arange(n, len(tokens), device=dev)
+        mask = additive_mask(st.key_ok, C, self.dtype, L, st.key_pos, q_pos)
+        rows = torch.arange(k, device=dev)[:, None].expand(k, C)[q_ok]
+        h = self._run(q_ids, q_pos, mask, _InPlace(st.kv, q_ok, rows, at[q_ok]))
+        for r, (i, tokens, positions, best, n) in enumerate(todo):
+            Lr = len(tokens)
+            st.ctx_hidden[r, n:Lr] = h[r, : Lr - n]
+            kv = [(kk[r : r + 1, :, :Lr].clone(), vv[r : r + 1, :, :Lr].clone()) for kk, vv in st.kv]
+            out[i] = _Row(tokens, positions, kv, st.ctx_hidden[r, :Lr].clone())
+            self._keep(out[i], best, n)
+
     def _keep(self, row: _Row, best: int | None, n: int) -> None:
         """Cache ``row``, which repeats ``n`` tokens of cached row ``best``: that row goes where this
         one supersedes it (SUPERSEDED), and the oldest rows go past the cache's size."""
@@ -246,7 +301,7 @@ class CausalLM(HFDiffusionModel):
             best, n = self._lookup(tokens, positions)
             if n < len(tokens):
                 return self._deferred(pos, valid, tokens, positions, best, n)
-        rows = [self._encode_row(t, p) for t, p in contexts]
+        rows = self._encode_rows(contexts)
         st = self._room(pos, max(1, max(len(x.tokens) for x in rows)))
         for r, row in enumerate(rows):
             self._put_context(st, r, row)
@@ -283,8 +338,8 @@ class CausalLM(HFDiffusionModel):
         return out
 
     def _context_rows(self, ctx: CausalBound, pos: torch.Tensor, valid: torch.Tensor) -> list[_Row]:
-        """Each row's context encoded (:meth:`_encode_row`: from the cache where it can)."""
-        return [self._encode_row(t, p) for t, p in self._context_tokens(ctx, pos, valid)]
+        """Each row's context encoded (:meth:`_encode_rows`: from the cache where it can)."""
+        return self._encode_rows(self._context_tokens(ctx, pos, valid))
 
     def _room(self, pos: torch.Tensor, Lk: int) -> _State:
         """A state for rows whose window slots are at ``pos`` [R, W], with ``Lk`` context keys: its
