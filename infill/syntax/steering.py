@@ -218,13 +218,18 @@ class Lexer:
         ``st`` (its own, then those before the hole), then opens m, so that the brackets open after
         it are exactly those that the closers the text after the hole has and nothing there opens
         close, innermost first (``HoleContext.after``): the fewest k + m; None where none can."""
-        after, open_ = self.ctx.after, self.ctx.base[: len(self.ctx.base) - st.popped] + st.stack
+        after, open_ = self.ctx.after, self._open(st)
         for k in range(len(open_) + 1):
             kept = open_[: len(open_) - k]
             m = len(after) - len(kept)  # openers to add: they take the first closers
             if m >= 0 and all(self.pairs[o] == c for o, c in zip(reversed(kept), after[m:])):
                 return k, m
         return None
+
+    def _open(self, st: LexState) -> tuple[str, ...]:
+        """The brackets open after the state ``st``, outermost first: those before the hole that
+        the fill has not closed, then its own."""
+        return self.ctx.base[: len(self.ctx.base) - st.popped] + st.stack
 
     def may_break(self, st: LexState, text: str) -> bool:
         """May the fill break its line after ``text`` follows the state ``st``? Not a fill that
@@ -240,7 +245,7 @@ class Lexer:
             return []
         k, m = plan
         if k:
-            return [self.pairs[(self.ctx.base[: len(self.ctx.base) - st.popped] + st.stack)[-1]]]
+            return [self.pairs[self._open(st)[-1]]]
         opener = {c: o for o, c in self.pairs.items() if len(o) == 1}.get(self.ctx.after[m - 1])
         return [f" {opener}", opener] if opener else []
 
@@ -319,6 +324,5 @@ class Lexer:
             return False  # the comment would swallow the rest of the line
         if self.ctx.closes and st.popped < self.ctx.unclosed:
             return False
-        if self.ctx.mends and not self.mended(st):
-            return False
-        return (not st.stack or self.ctx.surplus) and (self.rules is None or self.rules.can_end(st))
+        brackets = self.mended(st) if self.ctx.mends else (not st.stack or self.ctx.surplus)
+        return brackets and (self.rules is None or self.rules.can_end(st))
