@@ -236,8 +236,8 @@ class Finisher:
         that parses (never below a hole's min_tokens): "print(x" beats "print(x))"; where none
         does, to a line's end with the brackets it leaves open closed (:meth:`_cut_and_close`);
         where that fails too and the text after the hole starts a line, to a prefix that ends its
-        line (:meth:`_cut_and_break`). A valid row of a document broken away from its holes is cut
-        where it has just mended that, where it does (:meth:`_cut_to_mend`).
+        line (:meth:`_cut_and_break`). A valid row (so cut back, or not) of a document broken away
+        from its holes is cut where it has just mended that, where it does (:meth:`_cut_to_mend`).
         """
         syntax, texts = self.syntax, []
         for i, (h, f) in enumerate(zip(request.holes, fills)):
@@ -253,7 +253,7 @@ class Finisher:
                 if cut is not None:
                     texts, valid = texts[:i] + [cut] + texts[i + 1 :], True
                     break
-        elif valid and syntax.broken(r):
+        if valid and syntax.broken(r):  # (a fill cut back to valid too: its whole text may mend it sooner)
             for i, h in enumerate(request.holes):
                 cut = self._cut_to_mend(r, texts, i, fills[i].text, request.text[h.end :])
                 if cut is not None:

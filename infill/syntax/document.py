@@ -341,6 +341,12 @@ def openers_needed(doc: Document) -> str:
     return "".join(opener[c] for c in reversed(list(_unmatched(g, root, doc.spans[-1][1], None))) if c in opener)
 
 
+def unbalanced(ctx: HoleContext, pairs: dict[str, str]) -> bool:
+    """Does the text after a hole close brackets, but not exactly those open before it (more,
+    other or fewer), so that a fill that opens or closes the difference could mend it?"""
+    return bool(ctx.after) and ctx.after != tuple(pairs[b] for b in reversed(ctx.base))
+
+
 def _inside_text(g: Grammar, doc: Document, pos: int, end: int) -> tuple[bool, str]:
     """Whether a hole from ``pos`` to ``end`` starts inside a string or comment, and for a string
     whose text it lies in, the delimiter that closes it (:func:`closing_quote`)."""
