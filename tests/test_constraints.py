@@ -403,23 +403,6 @@ def test_steering_judges_the_draft_left_to_right_from_the_first_masked_slot():
     assert c.steer(state, proposal, asked)[1].tolist() == [[False, False, False, False]]
 
 
-def test_a_frontier_step_has_every_slot_it_may_commit_judged():
-    # a frontier schedule with speculative drafts asks its frontier and the slots after its drafts,
-    # and commits them in one step while the drafts were right: none may go unjudged (before, the
-    # walk stopped after two masked slots, and a third slot's ')' went through)
-    req = request("y = [a, |]\n", window=6)
-    c = for_chunk([req], [0], torch.zeros(1, 6, dtype=torch.long), CharTokenizer(), PAD, MASK, frontier=True)
-    diffusion = for_chunk([req], [0], torch.zeros(1, 6, dtype=torch.long), CharTokenizer(), PAD, MASK)
-    state = windows([[TOK["b"], MASK, MASK, MASK, MASK, MASK]], [[False, True, True, True, True, True]])
-    asked = torch.tensor([[False, True, True, True, False, False]])
-    proposal = torch.tensor([[TOK["b"], TOK["x"], TOK["b"], TOK[")"], TOK["x"], PAD]])
-    assert c.steer(state, proposal, asked)[1].tolist() == [[False, True, True, False, False, False]]
-    # a diffusion schedule's later slots read uncommitted drafts: they are judged two masked slots deep
-    assert diffusion.steer(state, proposal, asked)[1].tolist() == [[False, True, True, True, False, False]]
-    proposal = torch.tensor([[TOK["b"], TOK["x"], TOK["b"], TOK["x"], TOK[")"], PAD]])  # past the run: not judged
-    assert c.steer(state, proposal, asked)[1].tolist() == [[False, True, True, True, False, False]]
-
-
 def test_steering_replaces_a_refused_first_proposal_by_the_first_alternative_it_allows_and_walks_on():
     c = constraint_for(request("y = [a, |]\n"))
     state = windows([[TOK["b"], MASK, MASK, MASK]], [[False, True, True, True]])
