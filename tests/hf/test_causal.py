@@ -279,40 +279,6 @@ def test_a_document_typed_in_keeps_one_row_in_the_prefix_cache(hf_dirs):
     assert len(m._rows) == len(docs)
 
 
-def test_a_lone_rows_new_context_runs_in_its_first_steps_model_call(hf_dirs):
-    """A keystroke's fill of one row makes one model call a step: its context's new tokens run with
-    the first step's slots (before, a call of their own came first), the row is cached as before,
-    and the fill is the one a fresh engine makes."""
-    d = hf_dirs("causal-llama")
-    engine = engine_of(d)
-    m, tok = engine.model, engine.tokenizer
-    engine.fill(request(PREFIX))
-    runs, calls = [], []
-    real_run, real_hidden = m._run, m.window_hidden
-
-    def run(tokens, *args, **kwargs):
-        runs.append(tokens.shape[1])
-        return real_run(tokens, *args, **kwargs)
-
-    def hidden(*args, **kwargs):
-        calls.append(1)
-        return real_hidden(*args, **kwargs)
-
-    m._run, m.window_hidden = run, hidden
-    typed = request(PREFIX + " 1 +")
-    got = engine.fill(typed)
-    new = len(tok.encode(PREFIX + " 1 +")) - len(tok.encode(PREFIX))
-    assert len(runs) == len(calls) and runs[0] >= new, (runs, calls)
-    assert len(m._rows) == 1 and len(next(iter(m._rows.values())).tokens) > len(tok.encode(PREFIX))  # superseded, grown
-    runs.clear()
-    calls.clear()
-    engine.recent_fills.clear()
-    again = engine.fill(typed)
-    assert runs[0] <= 6  # the context is cached: the first call runs the window's slots alone (lookahead_slots)
-    fresh = engine_of(d).fill(typed)
-    assert got.fills[0].text == again.fills[0].text == fresh.fills[0].text
-
-
 def test_contexts_that_join_together_run_in_one_call_as_they_would_one_by_one(hf_dirs):
     """A batch's new contexts (requests joining it) run their uncached tokens in one model call,
     padded to the longest, with the states and the cached rows that one call each makes; a context

@@ -104,9 +104,6 @@ class _State:
     fed: torch.Tensor  # [R, W] slots whose keys, values and states are in place
     fed_ids: torch.Tensor  # [R, W] the tokens they were fed as
     before: torch.Tensor  # [R, W] index of the predicting state: < W a slot's, else W + a context key's
-    # A lone row's context tokens that no cached row held, not run yet: (tokens, positions, n, best), the first
-    # n in place from cached row ``best``; the first feed runs the rest with the window's slots (one model call)
-    pending: tuple[torch.Tensor, torch.Tensor, int, int | None] | None = None
 
     def select(self, rows: torch.Tensor) -> "_State":
         pick = lambda t: t.index_select(0, rows.to(t.device))  # noqa: E731 (keys and values: on their layer's device)
@@ -291,37 +288,12 @@ class CausalLM(HFDiffusionModel):
         return _Row(none, none, [(e, e) for e in empty], torch.zeros((0, cfg.hidden_size), dtype=self.dtype, device=self.device))
 
     def _start(self, ctx: CausalBound, pos: torch.Tensor, valid: torch.Tensor) -> _State:
-        """Each row's context (what precedes its last slot) encoded, and room for its windows. A
-        lone row's context tokens that no cached row holds are left to the first feed, which runs
-        them with the window's slots in one model call (``_State.pending``: a keystroke's new
-        tokens and its first step's slots)."""
-        contexts = self._context_tokens(ctx, pos, valid)
-        if len(contexts) == 1:
-            tokens, positions = contexts[0]
-            best, n = self._lookup(tokens, positions)
-            if n < len(tokens):
-                return self._deferred(pos, valid, tokens, positions, best, n)
-        rows = self._encode_rows(contexts)
+        """Each row's context (what precedes its last slot) encoded, and room for its windows."""
+        rows = self._context_rows(ctx, pos, valid)
         st = self._room(pos, max(1, max(len(x.tokens) for x in rows)))
         for r, row in enumerate(rows):
             self._put_context(st, r, row)
         st.before = _before(pos, valid, st.key_pos[:, : st.key_ok.shape[1]], st.key_ok)
-        return st
-
-    def _deferred(self, pos: torch.Tensor, valid: torch.Tensor, tokens: torch.Tensor, positions: torch.Tensor,
-                  best: int | None, n: int) -> _State:
-        """The state of one row whose context's first ``n`` tokens cached row ``best`` holds, the
-        rest pending (run by the first feed): their keys' places and positions set, not written."""
-        L = len(tokens)
-        st = self._room(pos, L)
-        row = self._rows[best] if best is not None else self._empty_row()
-        if best is not None:
-            self._rows.move_to_end(best)
-        self._put_kv(st, 0, [(k[0], v[0]) for k, v in row.kv], n)
-        st.ctx_hidden[0, :n] = row.hidden[:n]
-        st.key_pos[0, :L], st.key_ok[0, :L] = positions, True
-        st.pending = (tokens, positions, n, best)
-        st.before = _before(pos, valid, st.key_pos[:, :L], st.key_ok)
         return st
 
     def _context_tokens(self, ctx: CausalBound, pos: torch.Tensor, valid: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -408,8 +380,7 @@ class CausalLM(HFDiffusionModel):
 
     def _feed(self, st: _State, ids: torch.Tensor, pos: torch.Tensor, new: torch.Tensor) -> None:
         """Run the slots ``new`` [R, W] (committed, not yet run), attending to the context and the
-        slots before them, and keep their keys, values and states; a pending context (one row's:
-        ``_State.pending``) runs before them in the same call, and is cached."""
+        slots before them, and keep their keys, values and states."""
         R, W = ids.shape
         Lk = st.key_ok.shape[1]
         M = int(new.sum(1).max())
@@ -417,36 +388,14 @@ class CausalLM(HFDiffusionModel):
         q_ok = new.gather(1, order)
         q_ids = torch.where(q_ok, ids.gather(1, order), self.pad_id)
         q_pos = pos.gather(1, order) + 1
-        at = Lk + order  # where each query's key goes
-        c = 0
-        if st.pending is not None:
-            tokens, positions, n, _ = st.pending
-            c = len(tokens) - n
-            q_ok = torch.cat([torch.ones((1, c), dtype=torch.bool, device=ids.device), q_ok], 1)
-            q_ids, q_pos = torch.cat([tokens[None, n:], q_ids], 1), torch.cat([positions[None, n:], q_pos], 1)
-            at = torch.cat([torch.arange(n, n + c, device=ids.device)[None], at], 1)
         key_ok = torch.cat([st.key_ok, st.fed | new], dim=1)  # each new slot's own key is written in place
-        mask = additive_mask(key_ok, q_ids.shape[1], self.dtype, Lk + W, st.key_pos, q_pos)
-        rows = torch.arange(R, device=ids.device)[:, None].expand_as(q_ok)[q_ok]
-        h = self._run(q_ids, q_pos, mask, _InPlace(st.kv, q_ok, rows, at[q_ok]))
-        if st.pending is not None:
-            self._keep_pending(st, h[0, :c])
-            h, q_ok = h[:, c:], q_ok[:, c:]
+        mask = additive_mask(key_ok, M, self.dtype, Lk + W, st.key_pos, q_pos)
         rows = torch.arange(R, device=ids.device)[:, None].expand(R, M)[q_ok]
         slots = order[q_ok]
+        h = self._run(q_ids, q_pos, mask, _InPlace(st.kv, q_ok, rows, Lk + slots))
         st.win_hidden[rows, slots] = h[q_ok]
         st.fed |= new
         st.fed_ids = torch.where(new, ids, st.fed_ids)
-
-    def _keep_pending(self, st: _State, h: torch.Tensor) -> None:
-        """The pending context's states ``h`` [c, d] in place, and its row (its keys and values as
-        the feed wrote them) cached."""
-        tokens, positions, n, best = st.pending
-        L = len(tokens)
-        st.ctx_hidden[0, n:L] = h
-        kv = [(k[:1, :, :L].clone(), v[:1, :, :L].clone()) for k, v in st.kv]
-        self._keep(_Row(tokens, positions, kv, st.ctx_hidden[0, :L].clone()), best, n)
-        st.pending = None
 
     @torch.inference_mode()
     def window_hidden(self, ids: torch.Tensor, pos: torch.Tensor, valid: torch.Tensor, ctx: CausalBound) -> torch.Tensor:
@@ -461,7 +410,7 @@ class CausalLM(HFDiffusionModel):
         first_new = torch.where(committed & ~st.fed, pos, never).min(1).values
         st.fed &= pos < torch.minimum(changed, first_new)[:, None]
         new = committed & ~st.fed
-        if new.any() or st.pending is not None:
+        if new.any():
             self._feed(st, ids, pos, new)
         states = torch.cat([st.win_hidden, st.ctx_hidden], dim=1)
         return states.gather(1, st.before[..., None].expand(-1, -1, states.shape[-1]))
