@@ -329,7 +329,7 @@ class SyntaxConstraint:
             if not text.startswith(heal):
                 return False
             text = text[len(heal) :]
-        if "\n" in text and not lexer.may_break(st, text[: text.index("\n")]):
+        if lexer.ctx.mends and "\n" in text and not lexer.may_break(st, text[: text.index("\n")]):
             return False
         if room != 0:
             if not lexer.accepts(st, text):

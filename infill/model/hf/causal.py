@@ -189,11 +189,13 @@ class CausalLM(HFDiffusionModel):
                 best, n = key, k
         return best, n
 
-    def _encode_row(self, tokens: torch.Tensor, positions: torch.Tensor) -> _Row:
-        """The states of one row's context, reusing the longest cached run (:meth:`_lookup`)."""
+    def _encode_row(self, tokens: torch.Tensor, positions: torch.Tensor,
+                    found: tuple[int | None, int] | None = None) -> _Row:
+        """The states of one row's context, reusing the longest cached run (``found``: what
+        :meth:`_lookup` gave for it, where the caller has it)."""
         if len(tokens) == 0:
             return self._empty_row()
-        best, n = self._lookup(tokens, positions)
+        best, n = found if found is not None else self._lookup(tokens, positions)
         if best is not None and n == len(tokens):
             row = self._rows[best]
             self._rows.move_to_end(best)
@@ -224,11 +226,12 @@ class CausalLM(HFDiffusionModel):
                 continue
             best, n = self._lookup(tokens, positions) if len(tokens) else (None, 0)
             if n == len(tokens):
-                out[i] = self._encode_row(tokens, positions)  # cached whole (or empty)
+                out[i] = self._encode_row(tokens, positions, (best, n))  # cached whole (or empty)
             else:
                 todo.append((i, tokens, positions, best, n))
         if len(todo) == 1:
-            out[todo[0][0]] = self._encode_row(*contexts[todo[0][0]])
+            i, tokens, positions, best, n = todo[0]
+            out[i] = self._encode_row(tokens, positions, (best, n))
         elif todo:
             self._run_contexts(todo, out)
         for i, j in same.items():
