@@ -60,7 +60,9 @@ def test_a_fill_like_the_last_one_takes_fewer_calls_for_the_same_text(one_torch_
     from infill.engine.fill import Engine, EngineConfig
 
     engine = Engine.load(EngineConfig(device="cpu", lookahead=4))
-    text = "import os\n\n\ndef read_lines(path):\n    with open(path) as f:\n        return "
+    # (a text with no near tie on its way: bf16 logits tie often, and a step of several slots
+    # rounds its products otherwise than a step of one; "read_lines ... return " ties '.' and ']')
+    text = "import json\n\n\ndef load(path):\n    with open(path) as f:\n        return "
     request = FillRequest(text=text + "\n", holes=[Hole(len(text), len(text), 24)], language="python",
                           options=SamplingOptions(candidates=1))
     engine.recent_fills.clear()

@@ -7,7 +7,9 @@ layout that infill/model/hf loads as a causal model (families.CAUSAL_LLAMA):
 * tensors dequantized (the ``gguf`` package's reference numpy code), the query and key rows put
   back in Hugging Face's order (llama.cpp's converter interleaves each head's rotary halves), and
   every linear weight and the embedding stored as int8 with per-row scales (infill/model/hf/int8.py),
-  in safetensors shards of at most ``--shard-mib`` with their index;
+  in safetensors shards of at most ``--shard-mib`` with their index; where every layer's matrices
+  were 4-bit blocks whose extremes are codes 0 and 15 (Q4_1), config.json says so
+  (``quantization.grid``), and the CPU multiplies them on that grid;
 * config.json from the file's metadata, plus what infill needs to know: the end-of-text token
   (the documents' separator, which ends a fill), a special token that stands in for masked slots,
   the context budget and the languages to claim;
@@ -54,8 +56,14 @@ def hf_name(gguf_name: str) -> str:
     return f"model.layers.{parts[1]}.{_LAYER[parts[2]]}.{parts[3]}"
 
 
+# GGUF block types whose weights are a 4-bit grid per block of 32 with the block's extremes at codes
+# 0 and 15 (what int8.fit_grid recovers)
+_GRIDS = {"Q4_1": 32}
+
+
 def read(path: Path):
-    """(metadata, {hf name: float32 array}, vocabulary, merges, token types) of a llama GGUF file."""
+    """(metadata, {hf name: float32 array}, vocabulary, merges, token types, {hf name of a matrix:
+    its GGUF type name}) of a llama GGUF file."""
     from gguf import GGUFReader
     from gguf.quants import dequantize
 
@@ -74,8 +82,10 @@ def read(path: Path):
         raise InputError(f"{path}: tokenizer {meta.get('tokenizer.ggml.model')}/{meta.get('tokenizer.ggml.pre')} "
                          f"is not one this importer rebuilds ({', '.join(sorted(_PRE_TOKENIZERS))})")
     heads, kv_heads = meta["llama.attention.head_count"], meta["llama.attention.head_count_kv"]
-    tensors = {}
+    tensors, kinds = {}, {}
     for t in reader.tensors:
+        if len(t.shape) == 2:
+            kinds[hf_name(t.name)] = t.tensor_type.name
         w = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32).reshape(tuple(int(x) for x in reversed(t.shape)))
         if t.name.endswith("attn_q.weight"):
             w = unpermute(w, heads)
@@ -86,7 +96,16 @@ def read(path: Path):
     tokens = f["tokenizer.ggml.tokens"].contents()
     merges = f["tokenizer.ggml.merges"].contents()
     types = [int(x) for x in f["tokenizer.ggml.token_type"].contents()]
-    return meta, tensors, tokens, merges, types
+    return meta, tensors, tokens, merges, types, kinds
+
+
+def grid_of(kinds: dict[str, str], prefix: str = "model.layers.") -> dict | None:
+    """config.json's ``quantization.grid`` where every matrix under ``prefix`` was stored in one
+    4-bit block type that int8.fit_grid recovers, else None."""
+    under = {k for n, k in kinds.items() if n.startswith(prefix)}
+    if len(under) != 1 or next(iter(under)) not in _GRIDS:
+        return None
+    return {"bits": int8.GRID_BITS, "group": _GRIDS[next(iter(under))], "prefix": prefix}
 
 
 def build_tokenizer(tokens: list[str], merges: list[str], types: list[int]):
@@ -118,7 +137,7 @@ def convert(src: Path, out: Path, *, name: str, languages: list[str], context_to
     """Write the model directory ``out`` from GGUF file ``src``; returns its config."""
     from safetensors.torch import save_file
 
-    meta, tensors, tokens, merges, types = read(src)
+    meta, tensors, tokens, merges, types, kinds = read(src)
     tok = build_tokenizer(tokens, merges, types)
     specials = {t: i for i, t in enumerate(tokens) if types[i] == 3}
     if "<|endoftext|>" not in specials:
@@ -156,7 +175,8 @@ def convert(src: Path, out: Path, *, name: str, languages: list[str], context_to
         "tie_word_embeddings": "lm_head.weight" not in state,
         "bos_token_id": end, "eos_token_id": end, "pad_token_id": end, "mask_token_id": stand_in,
         "context_tokens": context_tokens,
-        "quantization": {"weights": "int8, symmetric per row", "scale_suffix": int8.SCALE_SUFFIX},
+        "quantization": {"weights": "int8, symmetric per row", "scale_suffix": int8.SCALE_SUFFIX,
+                         **({"grid": grid} if (grid := grid_of(kinds)) else {})},
         "source": {"file": src.name, "sha256": _sha256(src), "license": str(meta.get("general.license", "")),
                    "gguf_name": str(meta.get("general.name", "")), "note": source_note},
     }

@@ -260,6 +260,16 @@ def int8_state(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return out
 
 
+def on_grid(w: torch.Tensor, group: int = 32) -> torch.Tensor:
+    """``w`` rounded to a 4-bit grid per group of ``group`` weights along a row, as llama.cpp's Q4_1
+    stores it: each group's minimum and maximum are its codes 0 and 15."""
+    n, k = w.shape
+    g = w.float().view(n, k // group, group)
+    lo, hi = g.amin(-1, keepdim=True), g.amax(-1, keepdim=True)
+    step = (hi - lo) / 15
+    return (torch.round((g - lo) / step) * step + lo).view(n, k)
+
+
 def dequantized_state(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The float tensors an int8 state stands for."""
     from infill.model.hf import int8

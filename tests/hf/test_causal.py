@@ -657,6 +657,69 @@ def test_int8_linear_is_the_dequantized_matmul():
     assert (deq - w).abs().max() <= s.max() / 2 + 1e-6  # half a step per row
 
 
+def test_a_4bit_grid_is_fitted_back_from_its_int8_rounding():
+    g = torch.Generator().manual_seed(1)
+    w = C.on_grid(torch.randn(64, 96, generator=g))
+    q, s = int8.quantize(w)
+    codes, step, zero, worst = int8.fit_grid(q, 32)
+    assert codes.dtype == torch.int32 and codes.min() == 0 and codes.max() == 15 and step.shape == (64, 3)
+    assert worst <= 1.0  # the int8 rounding, no more
+    grid = ((codes.float().view(64, 3, 32) - 8) * step[..., None] + zero[..., None]).view(64, 96) * s[:, None]
+    # nearer the 4-bit weights than their int8 rounding is: the fit averages the rounding out
+    assert (grid - w).abs().mean() < 0.7 * (int8.dequantize(q, s, torch.float32) - w).abs().mean()
+    # weights on no grid: a fitted one strays far from them
+    assert int8.fit_grid(int8.quantize(torch.randn(64, 96, generator=g))[0], 32)[3] > 3 * int8.GRID_ERROR
+
+
+def test_int8_linear_on_a_grid_multiplies_its_4bit_codes_a_few_rows_at_a_time():
+    g = torch.Generator().manual_seed(2)
+    w = C.on_grid(torch.randn(48, 64, generator=g))
+    q, s = int8.quantize(w)
+    layer = int8.Int8Linear(q, s, torch.float32, grid=32)
+    plain = int8.Int8Linear(q, s, torch.float32)
+    assert layer.grid == 32 and plain.grid is None
+    few = torch.randn(2, 5, 64, generator=g)
+    want = few @ w.T
+    assert (layer(few) - want).abs().max() <= 1e-2 * want.abs().max()  # the grid's weights, bf16 activations
+    assert (layer(few) - want).abs().mean() < (plain(few) - want).abs().mean()  # nearer than the int8 rounding
+    many = torch.randn(2, int8.KERNEL_ROWS, 64, generator=g)  # the dense product keeps the int8 weights
+    assert torch.equal(layer(many), plain(many))
+    # a shape the 4-bit kernel cannot take runs the int8 kernel
+    assert int8.Int8Linear(q[:40], s[:40], torch.float32, grid=32).grid is None
+    with pytest.raises(int8.OffGrid, match="not on a 4-bit grid in groups of 32"):
+        int8.Int8Linear(*int8.quantize(torch.randn(48, 64, generator=g)), torch.float32, grid=32)
+
+
+def set_config(directory, **fields) -> None:
+    path = directory / "config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
+
+
+def test_a_checkpoint_that_says_its_weights_lie_on_a_grid_is_run_on_it_and_checked(hf_dirs, tmp_path):
+    state = C.llama_state(dict(C.CAUSAL_LLAMA), tied=False, seed=6)
+    grid = C.causal_llama(tmp_path / "grid", state=C.int8_state({k: C.on_grid(v) if v.ndim == 2 and v.shape[1] % 32 == 0 else v
+                                                                  for k, v in state.items()}))
+    claim = {"bits": 4, "group": 32, "prefix": "model.layers."}
+    set_config(grid, quantization={"grid": claim})
+    m, tok = load(grid)
+    layer = m.backbone.layers[0]
+    assert layer.self_attn.q_proj.grid == 32 and layer.mlp.gate_proj.grid == 32
+    assert layer.mlp.down_proj.grid is None  # 48 inputs: not groups of 32, the int8 kernel
+    assert m.hf.lm_head.grid is None  # outside the prefix
+    plain = C.causal_llama(tmp_path / "plain", state=load_file(str(grid / "model.safetensors")))
+    ids = tok.encode(PREFIX + SUFFIX)[:12]
+    a, b = causal_logits(m, ids), causal_logits(load(plain)[0], ids)
+    assert (a - b).abs().max() <= 2e-2 * b.abs().max()
+    # a claim the weights belie, and a claim that is not one: one clear line each
+    false = C.causal_llama(tmp_path / "false", variant="int8")
+    set_config(false, quantization={"grid": claim})
+    with pytest.raises(ModelLoadError, match=r"model.layers.0.[a-z_.]+.weight: its int8 weights are not on a 4-bit grid .* as config.json's quantization.grid claims"):
+        load(false)
+    set_config(false, quantization={"grid": {"bits": 3, "group": 32}})
+    with pytest.raises(ModelLoadError, match=r"quantization.grid must be"):
+        load(false)
+
+
 @pytest.mark.parametrize("case, message", [
     ("no-scale", "model.layers.0.self_attn.q_proj.weight is int8 with no model.layers.0.self_attn.q_proj.weight_scale"),
     ("stray-scale", "model.norm.weight_scale scales no int8 weight"),
@@ -684,8 +747,10 @@ def permute(w: np.ndarray, heads: int) -> np.ndarray:
     return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write_gguf(path, state: dict[str, torch.Tensor]) -> None:
+def write_gguf(path, state: dict[str, torch.Tensor], cfg: dict = GGUF_CFG, layer_type: str = "F32") -> None:
+    """A tiny llama GGUF file of ``state``, its layers' matrices stored as ``layer_type`` blocks."""
     import gguf
+    from gguf.quants import quantize
 
     tok = json.loads(C.bpe_tokenizer(C.CAUSAL_SPECIALS).to_str())
     vocab = {**tok["model"]["vocab"], **{a["content"]: a["id"] for a in tok["added_tokens"]}}
@@ -693,16 +758,16 @@ def write_gguf(path, state: dict[str, torch.Tensor]) -> None:
     assert [vocab[t] for t in tokens] == list(range(404))
     merges = [" ".join(m) if isinstance(m, list) else m for m in tok["model"]["merges"]]
     types = [3 if i >= 400 else 1 for i in range(len(tokens))]
-    H, K = GGUF_CFG["num_attention_heads"], GGUF_CFG["num_key_value_heads"]
+    H, K = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_name("tiny-llama")
-    w.add_block_count(GGUF_CFG["num_hidden_layers"])
-    w.add_context_length(GGUF_CFG["max_position_embeddings"])
-    w.add_embedding_length(GGUF_CFG["hidden_size"])
-    w.add_feed_forward_length(GGUF_CFG["intermediate_size"])
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
     w.add_head_count(H)
     w.add_head_count_kv(K)
-    w.add_layer_norm_rms_eps(GGUF_CFG["rms_norm_eps"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
     w.add_rope_freq_base(10000.0)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("smollm")
@@ -727,17 +792,22 @@ def write_gguf(path, state: dict[str, torch.Tensor]) -> None:
                 a = permute(a, H)
             elif part == "self_attn.k_proj":
                 a = permute(a, K)
-        w.add_tensor(name, np.ascontiguousarray(a, dtype=np.float32))
+        a = np.ascontiguousarray(a, dtype=np.float32)
+        if name.startswith("blk.") and a.ndim == 2 and layer_type != "F32":
+            kind = gguf.GGMLQuantizationType[layer_type]
+            w.add_tensor(name, quantize(a, kind), raw_shape=quantize(a, kind).shape, raw_dtype=kind)
+        else:
+            w.add_tensor(name, a)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
 
 
-def llama_from(state: dict[str, torch.Tensor]):
+def llama_from(state: dict[str, torch.Tensor], shape: dict = GGUF_CFG):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(**GGUF_CFG, tie_word_embeddings=True, hidden_act="silu",
+    cfg = LlamaConfig(**shape, tie_word_embeddings=True, hidden_act="silu",
                       rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
     model = LlamaForCausalLM(cfg).eval()
     model.load_state_dict({**state, "lm_head.weight": state["model.embed_tokens.weight"]})
@@ -775,6 +845,35 @@ def test_import_gguf_gives_the_pretrained_network(tmp_path, capsys):
     assert err < 0.05 * scale, (err, scale)  # int8 weights, bf16 scales and norms: a few percent of the range
     assert off > 10 * err, (off, err)  # the query/key rows put back in Hugging Face's order matter
     assert int(got[-1].argmax()) == int(want[-1].argmax())
+
+
+def test_import_gguf_of_4bit_blocks_runs_them_on_their_grid(tmp_path):
+    gguf = pytest.importorskip("gguf")
+    from gguf.quants import dequantize, quantize
+
+    from infill.cli import main
+
+    cfg = dict(GGUF_CFG, intermediate_size=64)  # every layer matrix in whole blocks of 32
+    state = C.llama_state(cfg, tied=True, seed=12)
+    src, out = tmp_path / "tiny.gguf", tmp_path / "imported"
+    write_gguf(src, state, cfg, layer_type="Q4_1")
+    assert main(["import-gguf", str(src), str(out), "--languages", "python"]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["quantization"]["grid"] == {"bits": 4, "group": 32, "prefix": "model.layers."}
+    m, _ = load(out)
+    assert all(x.grid == 32 for x in m.backbone.modules() if isinstance(x, int8.Int8Linear))
+    q4 = gguf.GGMLQuantizationType.Q4_1  # the file's weights
+    blocks = {k: torch.from_numpy(dequantize(quantize(v.numpy(), q4), q4).copy()) if k.startswith("model.layers.") and v.ndim == 2
+              else v for k, v in state.items()}
+    ids = [266, 334, 276, 11, 264, 259, 257, 295, 271, 10, 42, 7]
+    with torch.no_grad():
+        want = llama_from(blocks, cfg)(torch.tensor([ids])).logits[0]
+    got = causal_logits(m, ids)
+    assert (got - want).abs().max() < 0.05 * want.abs().max()
+    # the same file's F32 import claims no grid
+    write_gguf(src, state, cfg)
+    assert main(["import-gguf", str(src), str(tmp_path / "f32"), "--languages", "python"]) == 0
+    assert "grid" not in json.loads((tmp_path / "f32" / "config.json").read_text())["quantization"]
 
 
 def as_imported(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -10,6 +10,14 @@ it multiplies the weights converted on the fly in the model's dtype (a dense pro
 then dwarfs the conversion). Elsewhere, and for embeddings, the weights are dequantized to the
 model's dtype at load.
 
+A checkpoint may also say that its int8 rows were rounded from a 4-bit grid, one step and offset
+per group of weights along a row (``quantization.grid`` in config.json: a network imported from
+llama.cpp's Q4_1 blocks). Such a layer fits that grid back (:func:`fit_grid`) and multiplies a few
+rows at a time with the 4-bit codes (``torch.ops.aten._weight_int4pack_mm_for_cpu``), which reads
+half the int8 kernel's bytes; the dense product for many rows keeps the int8 weights. The fitted
+grid is refused where it strays from the int8 weights by more than ``GRID_ERROR`` steps (the
+checkpoint's claim is false), and unused where the kernel cannot take the layer's shape.
+
 Pure functions and one module; nothing here reads files.
 """
 
@@ -20,6 +28,10 @@ from torch import nn
 
 SCALE_SUFFIX = "_scale"
 KERNEL_ROWS = 16  # at most this many rows go through the int8 kernel (2-core AVX2 CPU: the crossover)
+GRID_BITS = 4
+GRID_GROUPS = (32, 64, 128, 256)  # group sizes the 4-bit kernel takes
+GRID_ERROR = 2.0  # int8 steps: the most a fitted grid may stray from the weights it claims to hold
+# (measured on the default model: at most 1.2, rounding; a general int8 matrix strays by several)
 
 
 def quantize(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -39,21 +51,65 @@ def split_scales(state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor
     return {k: v for k, v in state.items() if not k.endswith(SCALE_SUFFIX)}, scales
 
 
-class Int8Linear(nn.Module):
-    """A bias-free linear layer with int8 weights and per-row scales, run weight-only on the CPU."""
+class OffGrid(ValueError):
+    """A layer's int8 weights are not on the 4-bit grid its checkpoint claims."""
 
-    def __init__(self, q: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype):
+
+def fit_grid(q: torch.Tensor, group: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
+    """The 4-bit grid that int8 rows ``q`` [out, in] were rounded from, one per ``group`` weights
+    along a row, where each group's extremes are its codes 0 and 15 (llama.cpp's Q4_1): (codes
+    [out, in] int32 in 0..15, step and zero [out, in / group] in int8 steps, the largest distance
+    from a weight to its grid value). A weight is ``(code - 8) * step + zero``. The codes come from
+    each group's extremes, the step and offset from a least-squares fit (which averages out the
+    int8 rounding)."""
+    n, k = q.shape
+    g = q.float().view(n, k // group, group)
+    lo, hi = g.amin(-1, keepdim=True), g.amax(-1, keepdim=True)
+    levels = 2**GRID_BITS - 1
+    codes = torch.round((g - lo) / ((hi - lo) / levels).clamp_min(1e-6)).clamp_(0, levels)
+    cm, gm = codes.mean(-1, keepdim=True), g.mean(-1, keepdim=True)
+    var = ((codes - cm) ** 2).sum(-1, keepdim=True)
+    step = torch.where(var > 0, ((codes - cm) * (g - gm)).sum(-1, keepdim=True) / var.clamp_min(1e-9), 0.0)
+    base = gm - step * cm  # the value of code 0
+    worst = float((codes * step + base - g).abs().max()) if q.numel() else 0.0
+    half = 2 ** (GRID_BITS - 1)
+    return codes.view(n, k).to(torch.int32), step[..., 0], (base + half * step)[..., 0], worst
+
+
+def grid_fits_kernel(out_features: int, in_features: int, group: int) -> bool:
+    """Whether the CPU's 4-bit kernel takes a layer of this shape."""
+    return group in GRID_GROUPS and in_features % group == 0 and out_features % 16 == 0
+
+
+class Int8Linear(nn.Module):
+    """A bias-free linear layer with int8 weights and per-row scales, run weight-only on the CPU
+    (with ``grid``, a few rows at a time through the 4-bit grid the weights lie on)."""
+
+    def __init__(self, q: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype, grid: int | None = None):
         super().__init__()
         self.in_features, self.out_features = q.shape[1], q.shape[0]
         self.register_buffer("weight", q.clone())  # fresh memory: the kernel needs it aligned (a file's may not be)
         self.register_buffer("scale", scale.to(dtype))
         self.register_buffer("scale_bf16", scale.to(torch.bfloat16), persistent=False)
+        self.grid = grid if grid is not None and grid_fits_kernel(*q.shape, grid) else None
+        if self.grid is not None:
+            codes, step, zero, worst = fit_grid(q, grid)
+            if worst > GRID_ERROR:
+                raise OffGrid(f"its int8 weights are not on a {GRID_BITS}-bit grid in groups of {grid} "
+                                 f"(a fitted grid is off by {worst:.1f} int8 steps)")
+            s = scale.float()[:, None]
+            self.register_buffer("codes", torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes, 1), persistent=False)
+            self.register_buffer("grid_scales", torch.stack([(step * s).t(), (zero * s).t()], -1).to(torch.bfloat16).contiguous(),
+                                 persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
         flat = x.reshape(-1, shape[-1])
         if flat.shape[0] > KERNEL_ROWS:
             out = nn.functional.linear(flat, self.weight.to(x.dtype)) * self.scale.to(x.dtype)
+        elif self.grid is not None:
+            out = torch.ops.aten._weight_int4pack_mm_for_cpu(flat.to(torch.bfloat16).contiguous(), self.codes, self.grid,
+                                                             self.grid_scales).to(x.dtype)
         else:
             out = torch.ops.aten._weight_int8pack_mm(flat.to(torch.bfloat16).contiguous(), self.weight, self.scale_bf16).to(x.dtype)
         return out.reshape(*shape[:-1], self.out_features)
@@ -64,12 +120,14 @@ def int8_runs_on(device: torch.device, dtype: torch.dtype) -> bool:
     return device.type == "cpu" and dtype in (torch.float32, torch.bfloat16)
 
 
-def install(model: nn.Module, name: str, q: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype) -> None:
-    """Replace the nn.Linear whose weight is ``name`` (``a.b.weight``) in ``model`` with an Int8Linear."""
+def install(model: nn.Module, name: str, q: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype,
+            grid: int | None = None) -> None:
+    """Replace the nn.Linear whose weight is ``name`` (``a.b.weight``) in ``model`` with an Int8Linear
+    (``grid``: the group size of the 4-bit grid its weights lie on; ValueError where they do not)."""
     path = name[: -len(".weight")]
     parent_name, _, child = path.rpartition(".")
     parent = model.get_submodule(parent_name) if parent_name else model
     old = getattr(parent, child)
     if not isinstance(old, nn.Linear) or old.bias is not None:
         raise ValueError(f"{name}: int8 weights only for bias-free linear layers")
-    setattr(parent, child, Int8Linear(q, scale, dtype))
+    setattr(parent, child, Int8Linear(q, scale, dtype, grid))

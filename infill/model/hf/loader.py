@@ -157,7 +157,7 @@ def load(directory: Path, data: dict, device: torch.device, dtype: torch.dtype, 
         end_ids.add(eot)
 
     hf = _build(family, fields, data)
-    _load_weights(hf, files, names, family, device, dtype, directory, bool(fields["tie_word_embeddings"]))
+    _load_weights(hf, files, names, family, device, dtype, directory, bool(fields["tie_word_embeddings"]), _grid(data, path))
     trained = min(family.trained_context, int(fields["max_position_embeddings"]))
     model_cls = HFDiffusionModel
     if family.causal:
@@ -240,7 +240,24 @@ def _build(family: Family, fields: dict, data: dict):
         return cls(cfg)
 
 
-def _load_weights(hf, files, names, family, device, dtype, directory: Path, tied: bool) -> None:
+def _grid(data: dict, path: Path) -> tuple[int, str] | None:
+    """config.json's ``quantization.grid`` (``{"bits": 4, "group": G, "prefix": P}``: the int8
+    weights whose names start with P were rounded from a 4-bit grid in groups of G, infill/model/hf/int8.py)
+    as (G, P), or None."""
+    quant = data.get("quantization")
+    spec = quant.get("grid") if isinstance(quant, dict) else None
+    if spec is None:
+        return None
+    ok = (isinstance(spec, dict) and spec.get("bits") == int8.GRID_BITS and spec.get("group") in int8.GRID_GROUPS
+          and isinstance(spec.get("prefix", ""), str))
+    if not ok:
+        raise ModelLoadError(f"{path}: quantization.grid must be {{\"bits\": {int8.GRID_BITS}, \"group\": one of "
+                             f"{', '.join(map(str, int8.GRID_GROUPS))}, \"prefix\": a tensor name prefix}}, not {spec!r}")
+    return spec["group"], spec.get("prefix", "")
+
+
+def _load_weights(hf, files, names, family, device, dtype, directory: Path, tied: bool,
+                  grid: tuple[int, str] | None = None) -> None:
     from safetensors import safe_open
 
     expected = {k: tuple(v.shape) for k, v in hf.state_dict().items()}
@@ -286,7 +303,10 @@ def _load_weights(hf, files, names, family, device, dtype, directory: Path, tied
     plan = placement.gpu_plan(hf, dtype, device)  # None: all on ``device``
     where = (lambda name: placement.device_of(plan, name)) if plan else (lambda name: device)
     for k, (q, scale) in int8_rows.items():  # kept as int8: multiplied so (infill/model/hf/int8.py)
-        int8.install(hf, k, q, scale, dtype)
+        try:
+            int8.install(hf, k, q, scale, dtype, grid[0] if grid and k.startswith(grid[1]) else None)
+        except int8.OffGrid as e:
+            raise ModelLoadError(f"{directory}: {k}: {e}, as config.json's quantization.grid claims") from None
         state.pop(k, None)
     state = {k: v.to(where(k)) for k, v in state.items()}
     hf.load_state_dict(state, strict=False, assign=True)
