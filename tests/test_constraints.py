@@ -16,7 +16,7 @@ from infill.decode.sampler import Schedule, Windows, denoise
 from infill.lang.python.shape import shape_of, strict_shape
 from infill.syntax.steering import Lexer
 from infill.lang.python.blocks import levels_with, offside_end
-from infill.syntax.document import Document, hole_context, truncate_completion
+from infill.syntax.document import Document, hole_context, open_string, truncate_completion
 
 
 def cursor(text: str, marker: str = "|") -> tuple[str, int]:
@@ -301,6 +301,51 @@ def test_a_hole_in_a_strings_text_is_steered_to_stay_in_it(language, doc, quote)
     assert lx.accepts(lx.start, "a\nb") is (quote in ('"""', "`"))  # a line break only where the string may span lines
 
 
+@pytest.mark.parametrize(
+    "language, doc, quote",
+    [
+        ("python", "names = [\n    'o|\n    'b',\n]\n", "'"),  # typing a list's next item
+        ("python", 'x = f("abc|\ny = "q")\n', '"'),
+        ("javascript", "const s = 'he|\nconst t = 1;\n", "'"),
+        ("go", 'package p\nvar x = "s|\n', '"'),
+        ("c", "char c = 'a|\nint x;\n", "'"),
+    ],
+)
+def test_a_hole_in_a_string_its_line_leaves_open_starts_in_it_and_must_close_it(language, doc, quote):
+    lx = lexer_at(language, doc)
+    assert not lx.ctx.in_text and not lx.ctx.string and lx.ctx.open_string == quote
+    assert lx.start.kind == "str" and not lx.can_end(lx.start) and lx.next_closer(lx.start) == quote
+    assert lx.closers_needed(lx.start) >= 1
+    assert not lx.accepts(lx.start, "ab\n")  # no line break inside it
+    closed = lx.feed(lx.start, "ab" + quote)
+    assert closed[1] and closed[0].kind == ""  # its quote closes it: code again
+    if doc.startswith("names"):
+        assert lx.accepts(lx.start, "ption', 'c',\n    'd'") and lx.can_end(lx.feed(lx.start, "ption',")[0])
+
+
+@pytest.mark.parametrize(
+    "language, code, quote",
+    [
+        ("python", "    'o", "'"),
+        ("python", "x = 'a' + \"b", '"'),
+        ("python", "x = 'a'", ""),
+        ("python", 'x = """doc', ""),  # a string that may span lines: not known to be left open
+        ("python", "x = 1  # it's", ""),  # a comment
+        ("python", 's = "a\\\\"b', ""),  # an escaped backslash, then the closing quote
+        ("python", 's = "a\\"b', '"'),  # an escaped quote
+        ("python", 's = "a\\\\', '"'),
+        ("python", 's = "a\\', ""),  # right after a backslash: what it escapes is not known
+        ("rust", "fn f<'a>(x: &'a str) -> char { 'b", ""),  # lifetimes; a ' opens a char literal only where one closes
+        ("rust", 'let s = "ab', ""),  # Rust strings span lines
+        ("c", "char c = 'a", "'"),
+        ("javascript", "f(`abc", ""),
+        ("javascript", '/* "x */ y = "ab', '"'),
+    ],
+)
+def test_open_string_reads_the_quote_a_line_leaves_open(language, code, quote):
+    assert open_string(grammar(language).spec, code) == quote
+
+
 def test_a_refused_proposal_of_the_quote_that_closes_the_string_ends_the_fill(list_tokenizer):
     tok = list_tokenizer(["<pad>", "<mask>", "<eos>", "world", '")', ", name"])
     req = request('print("Hello, |")\n', window=3)
@@ -401,6 +446,23 @@ def test_steering_judges_the_draft_left_to_right_from_the_first_masked_slot():
     asked = torch.tensor([[False, False, True, False]])
     proposal = torch.tensor([[TOK["b"], TOK["x"], TOK[")"], PAD]])
     assert c.steer(state, proposal, asked)[1].tolist() == [[False, False, False, False]]
+
+
+def test_a_frontier_step_has_every_slot_it_may_commit_judged():
+    # a frontier schedule with speculative drafts asks its frontier and the slots after its drafts,
+    # and commits them in one step while the drafts were right: none may go unjudged (before, the
+    # walk stopped after two masked slots, and a third slot's ')' went through)
+    req = request("y = [a, |]\n", window=6)
+    c = for_chunk([req], [0], torch.zeros(1, 6, dtype=torch.long), CharTokenizer(), PAD, MASK, frontier=True)
+    diffusion = for_chunk([req], [0], torch.zeros(1, 6, dtype=torch.long), CharTokenizer(), PAD, MASK)
+    state = windows([[TOK["b"], MASK, MASK, MASK, MASK, MASK]], [[False, True, True, True, True, True]])
+    asked = torch.tensor([[False, True, True, True, False, False]])
+    proposal = torch.tensor([[TOK["b"], TOK["x"], TOK["b"], TOK[")"], TOK["x"], PAD]])
+    assert c.steer(state, proposal, asked)[1].tolist() == [[False, True, True, False, False, False]]
+    # a diffusion schedule's later slots read uncommitted drafts: they are judged two masked slots deep
+    assert diffusion.steer(state, proposal, asked)[1].tolist() == [[False, True, True, True, False, False]]
+    proposal = torch.tensor([[TOK["b"], TOK["x"], TOK["b"], TOK["x"], TOK[")"], PAD]])  # past the run: not judged
+    assert c.steer(state, proposal, asked)[1].tolist() == [[False, True, True, True, False, False]]
 
 
 def test_steering_replaces_a_refused_first_proposal_by_the_first_alternative_it_allows_and_walks_on():

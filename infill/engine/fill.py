@@ -529,7 +529,8 @@ class Engine:
         syntax = None
         if constraint is None:
             syntax = syntax_constraints.for_chunk([p.request for p in prepared], rows, hole_t, self.tokenizer, pad_id, mask_id,
-                                                  [p.shape for p in prepared], [p.heals for p in prepared])
+                                                  [p.shape for p in prepared], [p.heals for p in prepared],
+                                                  frontier=lay.schedules[0].frontier)
         bound = self.model.bind_context(cache, rows_t, cpos_t.to(dev))
         state = self.initial_state(prepared, lay)
         # Requests in a chunk share their sampling options; each row keeps its request's steps.

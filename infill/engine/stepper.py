@@ -139,7 +139,7 @@ class Stepper:
         pad_id, mask_id = model.pad_id, model.mask_id
         lay = engine.layout([p], max(1, sum(len(s) for s in p.segments)))
         syntax = syntax_constraints.for_chunk([p.request], lay.rows, lay.hole, engine.tokenizer, pad_id, mask_id, [p.shape],
-                                              [p.heals])
+                                              [p.heals], frontier=lay.schedules[0].frontier)
         dev = engine.device
         state = engine.initial_state([p], lay)
         schedule = lay.schedules[0]

@@ -3,7 +3,8 @@
 :class:`SyntaxConstraint` implements the sampler's ``Constraint`` protocol for one engine chunk
 (rows = candidates of requests; each row's window slots belong to that request's holes):
 
-- ``steer``: for the first ``LOOKAHEAD`` masked slots of each hole, the steering lexer
+- ``steer``: for the first ``LOOKAHEAD`` masked slots of each hole (a frontier schedule's: every
+  slot the step may commit), the steering lexer
   (infill/syntax/steering.py) refuses a proposed token that breaks bracket, quote, indentation or (for
   Python) line rules given the hole's left context, the tokens committed before it and the
   tokens proposed for the masked slots between (the draft a left-to-right order commits); the
@@ -149,8 +150,11 @@ class SyntaxConstraint:
     """The Constraint of one engine chunk. ``checks[r]`` is row r's request check (or None)."""
 
     def __init__(self, checks: list[RequestCheck | None], hole: torch.Tensor, tokenizer, pad_id: int, mask_id: int,
-                 heals: list[list[bytes]] | None = None):
+                 heals: list[list[bytes]] | None = None, frontier: bool = False):
         self.checks = checks
+        # A frontier schedule asks a step's frontier and the slots after its speculative drafts, and
+        # commits them together while the drafts before them were right: steering walks them all.
+        self.frontier = frontier
         # heals[r][h]: the text that the first token of hole h of row r writes again (token
         # healing: the engine took the context's last token back, and binds the slot to tokens
         # that start with it); they are in the document already, so the constraint reads that
@@ -267,16 +271,23 @@ class SyntaxConstraint:
         """Walk the draft of hole h (window range ``span`` of row r: committed tokens, and
         ``draft`` at masked slots) over its first LOOKAHEAD masked slots (see steer; a
         replacement is written into ``draft``; ``no_pad``: slots that may not end the fill).
+        With a frontier schedule (``frontier``: it asks its frontier and the slots after its
+        speculative drafts, and commits them in one step while the drafts before them were
+        right) it walks every slot asked, up to the first masked slot not asked, so that none is
+        committed unjudged: a step commits what one step per slot would.
         Returns the first slot refused; None if none is."""
         a, b = span
         first = next((k for k in range(a, b) if masked[k]), None)
         if first is None or not any(asked[first:b]) or self.pad_id in ids[a:first]:
             return None
+        limit = b - a if self.frontier else LOOKAHEAD
         st = self._state(r, h, lexer, ids[a:first])
         # From the last committed slot on, every slot is free: a slot knows how many follow it.
         free_from = next((k + 1 for k in range(b - 1, first - 1, -1) if not masked[k]), first)
         seen = 0
         for k in range(first, b):
+            if self.frontier and masked[k] and not asked[k]:
+                return None  # past what the step may commit
             tok = draft[k] if masked[k] else ids[k]
             room = b - k - 1 if k >= free_from else None
             heal = self._heal(r, h) if k == a else ""
@@ -295,7 +306,7 @@ class SyntaxConstraint:
                     return k
                 draft[k] = tok
             seen += masked[k]
-            if tok == self.pad_id or seen == LOOKAHEAD:
+            if tok == self.pad_id or seen == limit:
                 return None
             st = lexer.feed(st, self._token_text(tok)[len(heal) :])[0]
         return None
@@ -515,10 +526,12 @@ class SyntaxConstraint:
 
 
 def for_chunk(requests: list[FillRequest], rows: list[int], hole: torch.Tensor, tokenizer, pad_id: int, mask_id: int,
-              shapes: list[Shape] | None = None, heals: list[list[bytes]] | None = None) -> SyntaxConstraint | None:
+              shapes: list[Shape] | None = None, heals: list[list[bytes]] | None = None,
+              frontier: bool = False) -> SyntaxConstraint | None:
     """The constraint for an engine chunk: ``rows[r]`` is the request index of row r;
     ``shapes[i]`` is request i's (see RequestCheck; without ``shapes``, each request's language hooks' ``no_shape``);
-    ``heals[i]``: request i's healed bytes per hole (SyntaxConstraint.heals).
+    ``heals[i]``: request i's healed bytes per hole (SyntaxConstraint.heals); ``frontier``: the
+    chunk's schedule is a frontier schedule (SyntaxConstraint.frontier).
 
     None when no request in the chunk is constrained and has a usable grammar.
     """
@@ -537,6 +550,6 @@ def for_chunk(requests: list[FillRequest], rows: list[int], hole: torch.Tensor, 
     if not any(checks):
         return None
     c = SyntaxConstraint([checks[i] for i in rows], hole, tokenizer, pad_id, mask_id,
-                         [heals[i] for i in rows] if heals else None)
+                         [heals[i] for i in rows] if heals else None, frontier)
     c.seconds += time.perf_counter() - t0
     return c

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from infill.syntax.hooks import hooks_for
-from infill.syntax.languages import Grammar, grammar as lookup_grammar
+from infill.syntax.languages import CLOSED_CHAR, Grammar, LanguageSpec, grammar as lookup_grammar
 from infill.text.textpos import blank_around, byte_to_point, byte_to_str, indent_width, line_end, line_start, str_to_byte
 
 
@@ -297,6 +297,9 @@ class HoleContext:
     # The hole is inside a string literal (the text of it, not an interpolation's code) that this
     # delimiter closes after the hole: steering keeps the fill inside it (then nothing else is set).
     string: str = ""
+    # The hole's line opens a one-line string before the hole that nothing closes (one being typed,
+    # the rest of its line not written yet): the fill starts inside it and closes it by its delimiter.
+    open_string: str = ""
     base: tuple[str, ...] = ()  # brackets open before the hole (opener tokens, outermost first)
     needed: int = 0  # how many of the innermost ``base`` entries the text after the hole closes
     surplus: bool = False  # the text after the hole closes more than ``base`` holds
@@ -454,8 +457,43 @@ def _hole_context(doc: Document, i: int) -> HoleContext:
         ctx["unclosed"] = len(stack)
     ctx["next_char"] = data[e : e + 1].decode("utf-8", "replace")
     ctx["indent"] = indent_width(before) if at_line_start else 0
+    if not _inside_text(g, doc, row, row)[0]:  # the line starts in code (not in a string over lines)
+        ctx["open_string"] = open_string(g.spec, before.decode("utf-8", "replace"))
     ctx["lang"] = doc.hooks.hole_context(doc, i, tuple(stack), opened)
     return HoleContext(in_text=False, **ctx)
+
+
+def open_string(spec: LanguageSpec, code: str) -> str:
+    """The delimiter of a one-line string that ``code`` (text that starts in code, a line's start
+    up to a hole) opens and leaves open at its end; "" where none is (or the text ends in a
+    comment, or right after a backslash in the string). Only quotes and comments are read."""
+    i, n = 0, len(code)
+    while i < n:
+        if any(code.startswith(c, i) for c in spec.line_comment):
+            return ""
+        block = next(((a, b) for a, b in spec.block_comment if code.startswith(a, i)), None)
+        if block:
+            close = code.find(block[1], i + len(block[0]))
+            if close < 0:
+                return ""
+            i = close + len(block[1])
+            continue
+        if spec.char_literal == "closed" and code[i] == "'":
+            m = CLOSED_CHAR.match(code, i)
+            i += len(m.group(0)) if m else 1  # else a lifetime
+            continue
+        quote = next((q for q in spec.quotes if code.startswith(q, i)), None)
+        if quote is None:
+            i += 1
+            continue
+        j, escape = i + len(quote), False
+        while j < n and (escape or not code.startswith(quote, j)):
+            escape = not escape and code[j] == "\\" and quote not in spec.raw
+            j += 1
+        if j >= n:
+            return "" if quote in spec.multiline or escape else quote
+        i = j + len(quote)
+    return ""
 
 
 # ------------------------------------------------------------------------------------------------

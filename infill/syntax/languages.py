@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import re
 import threading
 import tomllib
 from dataclasses import dataclass, field
@@ -29,6 +30,9 @@ QUERY_NAMES = ("boundaries", "strings", "brackets")
 
 _warned: set[str] = set()
 _lock = threading.Lock()
+
+
+CLOSED_CHAR = re.compile(r"'(?:\\[^\n']{1,10}|[^\\'\n])'")  # a char literal where ``char_literal`` is "closed"
 
 
 @dataclass(frozen=True)

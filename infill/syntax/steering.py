@@ -12,7 +12,9 @@ A token is refused only when it makes an error that no later token can undo:
 - a closing bracket that closes a bracket the text after the hole still needs (``foo(a, |)``);
 - a newline inside a one-line string;
 - in a hole inside a string (``HoleContext.string``): the string's closing delimiter (the text
-  after the hole closes it), and the end of the fill anywhere else than inside it;
+  after the hole closes it), and the end of the fill anywhere else than inside it; in a string
+  that the hole's line leaves open (``HoleContext.open_string``: one being typed), the end of the
+  fill before it closes that string;
 - the end of the fill (pad) inside a string or block comment, or with its own brackets open;
 - the end of a fill that ``closes`` (a retry's) with brackets open before the hole that the text after it leaves open;
 - the end of a fill that ``mends`` (a mend branch's), or its first line break, before the brackets open after it are
@@ -27,15 +29,13 @@ It does not know tokens or tensors (infill/syntax/constraint.py maps those to te
 
 from __future__ import annotations
 
-import re
 from typing import Any, NamedTuple
 
 from infill.syntax.document import HoleContext
 from infill.syntax.hooks import hooks_for
-from infill.syntax.languages import LanguageSpec
+from infill.syntax.languages import CLOSED_CHAR, LanguageSpec
 
 MEMO_SIZE = 65536  # remembered scans per lexer (one lexer per hole of a request)
-_CLOSED_CHAR = re.compile(r"'(?:\\[^\n']{1,10}|[^\\'\n])'")
 
 
 class LexState(NamedTuple):
@@ -70,8 +70,8 @@ class Lexer:
         self.rules = hooks_for(spec).line_rules(ctx, self.closers)
         self._memo: dict[tuple[LexState, str, bool], tuple[LexState, bool]] = {}
         self.start = LexState(
-            kind="str" if ctx.string else "",  # a hole in a string starts in it
-            delim=ctx.string,
+            kind="str" if ctx.string or ctx.open_string else "",  # a hole in a string starts in it
+            delim=ctx.string or ctx.open_string,
             lang=self.rules.start() if self.rules is not None else None,
         )
 
@@ -163,7 +163,7 @@ class Lexer:
             if lines is not None:
                 ok = lines.code(c, i, depth, final) and ok
             if spec.char_literal == "closed" and c == "'":
-                m = _CLOSED_CHAR.match(s, i)
+                m = CLOSED_CHAR.match(s, i)
                 i += len(m.group(0)) if m else 1  # else a lifetime
                 continue
             quote = next((q for q in spec.quotes if s.startswith(q, i)), None)
