@@ -55,25 +55,29 @@ class OffGrid(ValueError):
     """A layer's int8 weights are not on the 4-bit grid its checkpoint claims."""
 
 
-def fit_grid(q: torch.Tensor, group: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
+def fit_grid(q: torch.Tensor, group: int, rows: int = 256) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
     """The 4-bit grid that int8 rows ``q`` [out, in] were rounded from, one per ``group`` weights
     along a row, where each group's extremes are its codes 0 and 15 (llama.cpp's Q4_1): (codes
     [out, in] int32 in 0..15, step and zero [out, in / group] in int8 steps, the largest distance
     from a weight to its grid value). A weight is ``(code - 8) * step + zero``. The codes come from
     each group's extremes, the step and offset from a least-squares fit (which averages out the
-    int8 rounding)."""
+    int8 rounding). Done ``rows`` rows at a time: its float temporaries stay small."""
     n, k = q.shape
-    g = q.float().view(n, k // group, group)
-    lo, hi = g.amin(-1, keepdim=True), g.amax(-1, keepdim=True)
-    levels = 2**GRID_BITS - 1
-    codes = torch.round((g - lo) / ((hi - lo) / levels).clamp_min(1e-6)).clamp_(0, levels)
-    cm, gm = codes.mean(-1, keepdim=True), g.mean(-1, keepdim=True)
-    var = ((codes - cm) ** 2).sum(-1, keepdim=True)
-    step = torch.where(var > 0, ((codes - cm) * (g - gm)).sum(-1, keepdim=True) / var.clamp_min(1e-9), 0.0)
-    base = gm - step * cm  # the value of code 0
-    worst = float((codes * step + base - g).abs().max()) if q.numel() else 0.0
-    half = 2 ** (GRID_BITS - 1)
-    return codes.view(n, k).to(torch.int32), step[..., 0], (base + half * step)[..., 0], worst
+    codes = torch.empty((n, k), dtype=torch.int32)
+    step, zero = torch.empty((n, k // group)), torch.empty((n, k // group))
+    levels, half, worst = 2**GRID_BITS - 1, 2 ** (GRID_BITS - 1), 0.0
+    for a in range(0, n, rows):
+        g = q[a : a + rows].float().view(-1, k // group, group)
+        lo, hi = g.amin(-1, keepdim=True), g.amax(-1, keepdim=True)
+        c = torch.round((g - lo) / ((hi - lo) / levels).clamp_min(1e-6)).clamp_(0, levels)
+        cm, gm = c.mean(-1, keepdim=True), g.mean(-1, keepdim=True)
+        var = ((c - cm) ** 2).sum(-1, keepdim=True)
+        s = torch.where(var > 0, ((c - cm) * (g - gm)).sum(-1, keepdim=True) / var.clamp_min(1e-9), 0.0)
+        base = gm - s * cm  # the value of code 0
+        worst = max(worst, float((c * s + base - g).abs().max()))
+        codes[a : a + rows] = c.view(-1, k).to(torch.int32)
+        step[a : a + rows], zero[a : a + rows] = s[..., 0], (base + half * s)[..., 0]
+    return codes, step, zero, worst
 
 
 def grid_fits_kernel(out_features: int, in_features: int, group: int) -> bool:
