@@ -695,7 +695,8 @@ def set_config(directory, **fields) -> None:
     path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
 
 
-def test_a_checkpoint_that_says_its_weights_lie_on_a_grid_is_run_on_it_and_checked(hf_dirs, tmp_path):
+def test_a_checkpoint_that_says_its_weights_lie_on_a_grid_is_run_on_it_and_checked(hf_dirs, tmp_path, monkeypatch):
+    monkeypatch.setattr(int8, "grid_kernel_fast", lambda: True)  # (a CPU whose 4-bit kernel is vectorized)
     state = C.llama_state(dict(C.CAUSAL_LLAMA), tied=False, seed=6)
     grid = C.causal_llama(tmp_path / "grid", state=C.int8_state({k: C.on_grid(v) if v.ndim == 2 and v.shape[1] % 32 == 0 else v
                                                                   for k, v in state.items()}))
@@ -718,6 +719,9 @@ def test_a_checkpoint_that_says_its_weights_lie_on_a_grid_is_run_on_it_and_check
     set_config(false, quantization={"grid": {"bits": 3, "group": 32}})
     with pytest.raises(ModelLoadError, match=r"quantization.grid must be"):
         load(false)
+    # where the CPU's 4-bit kernel is not vectorized, the int8 kernel runs (the claim unused)
+    monkeypatch.setattr(int8, "grid_kernel_fast", lambda: False)
+    assert load(grid)[0].backbone.layers[0].self_attn.q_proj.grid is None
 
 
 @pytest.mark.parametrize("case, message", [
@@ -847,8 +851,9 @@ def test_import_gguf_gives_the_pretrained_network(tmp_path, capsys):
     assert int(got[-1].argmax()) == int(want[-1].argmax())
 
 
-def test_import_gguf_of_4bit_blocks_runs_them_on_their_grid(tmp_path):
+def test_import_gguf_of_4bit_blocks_runs_them_on_their_grid(tmp_path, monkeypatch):
     gguf = pytest.importorskip("gguf")
+    monkeypatch.setattr(int8, "grid_kernel_fast", lambda: True)
     from gguf.quants import dequantize, quantize
 
     from infill.cli import main

@@ -302,6 +302,7 @@ def _load_weights(hf, files, names, family, device, dtype, directory: Path, tied
         raise ModelLoadError(f"{directory}: weights do not match config.json ({'; '.join(parts)})")
     plan = placement.gpu_plan(hf, dtype, device)  # None: all on ``device``
     where = (lambda name: placement.device_of(plan, name)) if plan else (lambda name: device)
+    grid = grid if grid and int8.grid_kernel_fast() else None  # (elsewhere the int8 kernel is the faster)
     for k, (q, scale) in int8_rows.items():  # kept as int8: multiplied so (infill/model/hf/int8.py)
         try:
             int8.install(hf, k, q, scale, dtype, grid[0] if grid and k.startswith(grid[1]) else None)
