@@ -457,7 +457,7 @@ def _hole_context(doc: Document, i: int) -> HoleContext:
         ctx["unclosed"] = len(stack)
     ctx["next_char"] = data[e : e + 1].decode("utf-8", "replace")
     ctx["indent"] = indent_width(before) if at_line_start else 0
-    if not _inside_text(g, doc, row, row)[0]:  # the line starts in code (not in a string over lines)
+    if not at_line_start and not _inside_text(g, doc, row, row)[0]:  # the line starts in code (not in a string over lines)
         ctx["open_string"] = open_string(g.spec, before.decode("utf-8", "replace"))
     ctx["lang"] = doc.hooks.hole_context(doc, i, tuple(stack), opened)
     return HoleContext(in_text=False, **ctx)
