@@ -34,7 +34,7 @@ class Options:
     min_score: float | None = None
     # Candidate fills of a suggestion at the cursor (ghost text or completion list): 1 is the fastest;
     # 0 is the engine's default (a causal model: its greedy fill and draws, ranked by the text
-    # after the cursor, about 1.8x the time). Filling <FILL> holes always gets the default.
+    # after the cursor, about 3x the time). Filling <FILL> holes always gets the default.
     cursor_candidates: int = 1
     # Streaming drafts (opt-in): while a ghost-text suggestion is being filled, its partly denoised
     # fill every this many denoising steps, as infill/draft notifications (lsp/drafts.py); 0: none.
