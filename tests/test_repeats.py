@@ -60,3 +60,19 @@ def test_lines_a_pair_of_copies_of_the_text_after_the_hole_are_cut_together():
 )
 def test_a_run_of_the_same_piece_at_a_fills_end_is_cut_to_its_first(fill, expected):
     assert cut_repeats(fill, "def f(a, b):\n    return g(", ")\n") == expected
+
+
+@pytest.mark.parametrize(
+    "fill, after, expected",
+    [
+        ("0.0;", ";\n    Some(x)\n", "0.0"),  # the statement's end, which the line already has
+        ("0.0 ;", " ;\n", "0.0"),  # spaces around it skipped
+        ("b,", ", c)\n", "b"),  # an item's end
+        ("x.len();", "\n", "x.len();"),  # the line has nothing after the hole
+        ("a;", ",\n", "a;"),  # another separator
+        (";", ";\n", ";"),  # nothing but the separator: kept (a blank fill is no better)
+        ("x = 1;\n    y = 2;", ";\n", "x = 1;\n    y = 2;"),  # several lines: never cut here
+    ],
+)
+def test_a_separator_the_hole_s_line_already_has_is_cut_off_the_fill_s_end(fill, after, expected):
+    assert cut_repeats(fill, "fn f() {\n    let s = ", after) == expected

@@ -9,7 +9,8 @@ that ends with the lines after the hole says them twice; the copies are cut off 
   it (indentation included), or, where the window ran out mid-line, a last line that is the
   start of the line before it, or the same piece over and over (``f(a, b, b, b, b``: ``f(a, b``);
   then drops the fill's last lines where they are the lines that follow the hole (``return x``
-  before a hole whose next line is ``return x``).
+  before a hole whose next line is ``return x``), or the separator it ends with where the hole's
+  line goes on with that separator (``0.0;`` before ``;``: the statement's end written twice).
 
 Pure text functions: no tokens, no grammar (the engine judges a cut fill's syntax afterwards,
 as any other), and nothing else about a fill's content is judged here.
@@ -30,7 +31,25 @@ def cut_repeats(fill: str, before: str, after: str, cut_off: bool = False) -> st
     tail = after if nl < 0 else after[:nl]
     fill = _cut_loop(fill, head, tail, cut_off)
     fill = _cut_run(fill)
+    fill = _cut_separator(fill, tail)
     return _cut_copy(fill, head, tail, after, len(after) if nl < 0 else nl + 1)
+
+
+SEPARATORS = ";,"  # what ends a statement or an item: never twice in a row in code
+
+
+def _cut_separator(fill: str, tail: str) -> str:
+    """The fill without the separators it ends with where the rest of the hole's line (``tail``)
+    starts with the same ones (spaces between them skipped): a one-line fill that ends the
+    statement or item the line already ends."""
+    body = fill.rstrip(" \t")
+    if "\n" in body:
+        return fill
+    ends = len(body) - len(body.rstrip(SEPARATORS + " \t"))
+    owed = body[len(body) - ends :].replace(" ", "").replace("\t", "")
+    if not owed or not tail.lstrip(" \t").replace(" ", "").startswith(owed):
+        return fill
+    return body[: len(body) - ends].rstrip(" \t") if body[: len(body) - ends].strip() else fill
 
 
 def _lines(fill: str, head: str, tail: str) -> list[str]:
