@@ -43,13 +43,11 @@ def _cut_separator(fill: str, tail: str) -> str:
     starts with the same ones (spaces between them skipped): a one-line fill that ends the
     statement or item the line already ends."""
     body = fill.rstrip(" \t")
-    if "\n" in body:
+    kept = body.rstrip(SEPARATORS + " \t")
+    owed = "".join(body[len(kept) :].split())
+    if "\n" in body or not kept.strip() or not owed or not "".join(tail.split()).startswith(owed):
         return fill
-    ends = len(body) - len(body.rstrip(SEPARATORS + " \t"))
-    owed = body[len(body) - ends :].replace(" ", "").replace("\t", "")
-    if not owed or not tail.lstrip(" \t").replace(" ", "").startswith(owed):
-        return fill
-    return body[: len(body) - ends].rstrip(" \t") if body[: len(body) - ends].strip() else fill
+    return kept
 
 
 def _lines(fill: str, head: str, tail: str) -> list[str]:
