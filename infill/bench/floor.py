@@ -55,3 +55,32 @@ def measure_gpu(device, n: int = 8192, iters: int = 20) -> dict:
     del x, y
     return {"name": torch.cuda.get_device_name(device), "bf16_matmul_flops": rate, "copy_bytes_per_s": bandwidth,
             "matmul_n": n}
+
+
+def hf_fill_work(config, context_tokens: int, window: int, rows: int, steps: int, mode: str,
+                 dtype_bytes: int) -> tuple[float, float]:
+    """FLOPs and least bytes of one fill by a transformers decoder (a Qwen2 / Llama config), every
+    token attending to every other (a bidirectional model).
+
+    ``exact`` runs the whole sequence (context and window) at every step; ``approximate`` runs the
+    context once and then only the window, against the context's kept keys and values. Matmuls
+    count 2 x params x tokens; the output head runs on window slots alone; attention counts QK^T and
+    AV. Bytes: the weights once per model pass, and per window pass the kept keys and values.
+    """
+    d, L = config.hidden_size, config.num_hidden_layers
+    heads = config.num_attention_heads
+    kv = config.num_key_value_heads * (d // heads)
+    body = L * (2 * d * d + 2 * d * kv + 3 * d * config.intermediate_size)  # q, o; k, v; gate, up, down
+    head = config.vocab_size * d
+    n = context_tokens + window
+
+    def passes(tokens: int, keys: int) -> float:
+        return 2 * body * tokens + 4 * L * tokens * keys * d
+
+    if mode == "exact":
+        flops = steps * rows * (passes(n, n) + 2 * head * window)
+        byts = steps * (body + head) * dtype_bytes
+    else:
+        flops = rows * passes(context_tokens, context_tokens) + steps * rows * (passes(window, n) + 2 * head * window)
+        byts = (steps + 1) * (body + head) * dtype_bytes + steps * rows * L * 2 * n * kv * dtype_bytes
+    return flops, byts

@@ -44,13 +44,13 @@ def random_model(shape: str, device: torch.device, dtype: torch.dtype, seed: int
     with torch.device("meta"):
         hf = Qwen2ForCausalLM(cfg)
     hf = hf.to_empty(device=device).to(dtype)
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)  # drawn where the weights live: a 7B shape in seconds
     with torch.no_grad():
         for name, p in hf.named_parameters():
             if name.endswith("norm.weight"):
                 p.fill_(1.0)
             else:
-                p.copy_((torch.randn(p.shape, generator=g) * 0.02).to(dtype))
+                p.copy_((torch.randn(p.shape, generator=g, device=device) * 0.02).to(dtype))
     if cfg.tie_word_embeddings:
         hf.lm_head.weight = hf.model.embed_tokens.weight
     hf.model.rotary_emb = type(hf.model.rotary_emb)(config=cfg).to(device)
@@ -60,27 +60,28 @@ def random_model(shape: str, device: torch.device, dtype: torch.dtype, seed: int
                             name=f"random-{shape}").eval()
 
 
-def one_fill(model, context: int, window: int, steps: int, seed: int, typed: list[int] = ()) -> dict:
+def one_fill(model, context: int, window: int, steps: int, seed: int, typed: list[int] = (), batch: int = 1) -> dict:
     """One fill between a random prefix and suffix (``context`` tokens, three quarters before the
-    hole), with ``typed`` tokens more at the prefix's end."""
+    hole), with ``typed`` tokens more at the prefix's end; ``batch`` such fills (documents of their
+    own) denoised together."""
     from infill.decode.sampler import Schedule, Windows, denoise_steps
 
     g = torch.Generator().manual_seed(seed)
-    ctx_ids = torch.randint(0, 150000, (1, context), generator=g)[0].tolist()
-    pre, suf = ctx_ids[: context * 3 // 4] + list(typed), ctx_ids[context * 3 // 4 :]
-    n_pre, context = len(pre), len(pre) + len(suf)
+    docs = torch.randint(0, 150000, (batch, context), generator=g).tolist()
+    rows = [(d[: context * 3 // 4] + list(typed), d[context * 3 // 4 :]) for d in docs]
+    n_pre, context = len(rows[0][0]), len(rows[0][0]) + len(rows[0][1])
     dev = model.device
-    ctx = model.join_segments([model.encode_segments([pre, suf])])
-    cpos = torch.cat([torch.arange(n_pre), torch.arange(n_pre + window, context + window)])[None]
-    pos = torch.arange(n_pre, n_pre + window)[None].to(dev)
-    hole = torch.zeros((1, window), dtype=torch.long, device=dev)
+    ctx = model.join_segments([model.encode_segments([pre, suf]) for pre, suf in rows])
+    cpos = torch.cat([torch.arange(n_pre), torch.arange(n_pre + window, context + window)])[None].repeat(batch, 1)
+    pos = torch.arange(n_pre, n_pre + window)[None].repeat(batch, 1).to(dev)
+    hole = torch.zeros((batch, window), dtype=torch.long, device=dev)
     valid = hole >= 0
     if dev.type == "cuda":
         torch.cuda.synchronize()
     t0 = time.perf_counter()
-    bound = model.bind_context(ctx, torch.tensor([0]), cpos)
-    state = Windows(ids=torch.full((1, window), model.mask_id, device=dev), pos=pos, hole=hole, masked=valid.clone(),
-                    logprob=torch.zeros((1, window), device=dev), no_pad=valid.clone())
+    bound = model.bind_context(ctx, torch.arange(batch), cpos)
+    state = Windows(ids=torch.full((batch, window), model.mask_id, device=dev), pos=pos, hole=hole,
+                    masked=valid.clone(), logprob=torch.zeros((batch, window), device=dev), no_pad=valid.clone())
     marks = []
     for _ in denoise_steps(model, bound, state, Schedule(steps=steps, pad_in_order=False)):
         if dev.type == "cuda":
@@ -109,12 +110,25 @@ def typing(model, context: int, window: int, steps: int, keys: int, seed: int) -
             "keystroke_first_step_ms": [k["first_step_ms"] for k in strokes]}
 
 
+def floor(model, context: int, window: int, batch: int, steps: int, mode: str, gpu: dict) -> dict:
+    """The fill's physical floor on this GPU (infill.bench.floor): FLOPs over the measured matmul rate,
+    least bytes over the measured copy bandwidth."""
+    from infill.bench.floor import hf_fill_work
+
+    flops, byts = hf_fill_work(model.hf.config, context, window, batch, steps, mode.removesuffix("-steps"),
+                               model.dtype.itemsize)
+    return {"flops": flops, "bytes": byts, "floor_flops_ms": round(flops / gpu["bf16_matmul_flops"] * 1000, 3),
+            "floor_bytes_ms": round(byts / gpu["copy_bytes_per_s"] * 1000, 3)}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m infill.bench.hf_speed", description=__doc__.split("\n\n")[0])
     p.add_argument("--shape", choices=sorted(SHAPES), default="0.5b")
     p.add_argument("--context", type=int, default=1024)
-    p.add_argument("--window", type=int, default=32)
+    p.add_argument("--window", type=int, nargs="+", default=[32])
     p.add_argument("--steps", type=int, nargs="+", default=[4, 8])
+    p.add_argument("--batch", type=int, nargs="+", default=[1],
+                   help="documents filled together, each its own context (tokens/s counts every row's window)")
     p.add_argument("--modes", nargs="+", choices=("exact", "approximate", "approximate-steps"),
                    default=["exact", "approximate"],
                    help="approximate-steps: reuse across a fill's steps only, not across fills (keystrokes)")
@@ -131,46 +145,60 @@ def main(argv=None) -> int:
     torch.set_grad_enabled(False)
     device = torch.device(args.device)
     dtype = torch.float32 if args.precision == "fp32" else torch.bfloat16
+    gpu = None
+    if device.type == "cuda":
+        from infill.bench.floor import measure_gpu
+
+        gpu = measure_gpu(device)
+        print(json.dumps(gpu), flush=True)
     t0 = time.perf_counter()
     model = random_model(args.shape, device, dtype)
     build_s = time.perf_counter() - t0
     one_fill(model, 64, 8, 2, seed=99)  # warm up
     runs = []
     if args.keystrokes:
-        for steps in args.steps:
-            for mode in args.modes:
-                use_mode(model, mode)
-                got = [typing(model, args.context, args.window, steps, args.keystrokes, seed=r) for r in range(args.repeats)]
-                strokes = [ms for g in got for ms in g["keystroke_ms"]]
-                row = {"mode": mode, "steps": steps, "keystrokes": args.keystrokes,
-                       "opening_ms": [round(g["opening_ms"], 1) for g in got],
-                       "keystroke_ms": [round(ms, 1) for ms in strokes],
-                       "keystroke_median_ms": round(statistics.median(strokes), 1),
-                       "keystroke_first_step_median_ms": round(statistics.median(
-                           ms for g in got for ms in g["keystroke_first_step_ms"]), 1)}
-                runs.append(row)
-                print(json.dumps(row), flush=True)
-    for steps in args.steps if not args.keystrokes else ():
-        for mode in args.modes:
-            use_mode(model, mode)
-            got = [one_fill(model, args.context, args.window, steps, seed=r) for r in range(args.repeats)]
-            row = {"mode": mode, "steps": steps, "runs_ms": [round(g["total_ms"], 1) for g in got],
-                   "median_ms": round(statistics.median(g["total_ms"] for g in got), 1),
-                   "first_step_ms": round(statistics.median(g["first_step_ms"] for g in got), 1),
-                   "later_step_ms": round(statistics.median(g["later_step_ms"] for g in got), 1)}
-            runs.append(row)
-            print(json.dumps(row), flush=True)
-    for steps in args.steps if not args.keystrokes else ():
-        ex = next((r for r in runs if r["steps"] == steps and r["mode"] == "exact"), None)
-        ap = next((r for r in runs if r["steps"] == steps and r["mode"] == "approximate"), None)
-        if ex and ap:
-            print(f"{steps} steps: exact {ex['median_ms']:.0f} ms, approximate {ap['median_ms']:.0f} ms "
-                  f"({ex['median_ms'] / ap['median_ms']:.2f}x)")
+        for window in args.window:
+            for steps in args.steps:
+                for mode in args.modes:
+                    use_mode(model, mode)
+                    got = [typing(model, args.context, window, steps, args.keystrokes, seed=r) for r in range(args.repeats)]
+                    strokes = [ms for g in got for ms in g["keystroke_ms"]]
+                    row = {"mode": mode, "window": window, "steps": steps, "keystrokes": args.keystrokes,
+                           "opening_ms": [round(g["opening_ms"], 1) for g in got],
+                           "keystroke_ms": [round(ms, 1) for ms in strokes],
+                           "keystroke_median_ms": round(statistics.median(strokes), 1),
+                           "keystroke_first_step_median_ms": round(statistics.median(
+                               ms for g in got for ms in g["keystroke_first_step_ms"]), 1)}
+                    runs.append(row)
+                    print(json.dumps(row), flush=True)
+    for window in args.window if not args.keystrokes else ():
+        for batch in args.batch:
+            for steps in args.steps:
+                for mode in args.modes:
+                    use_mode(model, mode)
+                    one_fill(model, args.context, window, steps, seed=1000, batch=batch)  # this shape's warm-up
+                    got = [one_fill(model, args.context, window, steps, seed=r, batch=batch) for r in range(args.repeats)]
+                    median = statistics.median(g["total_ms"] for g in got)
+                    row = {"mode": mode, "window": window, "batch": batch, "steps": steps,
+                           "runs_ms": [round(g["total_ms"], 1) for g in got], "median_ms": round(median, 1),
+                           "first_step_ms": round(statistics.median(g["first_step_ms"] for g in got), 1),
+                           "later_step_ms": round(statistics.median(g["later_step_ms"] for g in got), 1),
+                           "tokens_per_s": round(batch * window / median * 1000, 1)}
+                    if gpu:
+                        row |= floor(model, args.context, window, batch, steps, mode, gpu)
+                    runs.append(row)
+                    print(json.dumps(row), flush=True)
+    for r in runs:
+        ap = next((a for a in runs if a["mode"] == "approximate" and r["mode"] == "exact" and "batch" in r
+                   and all(a[k] == r[k] for k in ("window", "batch", "steps"))), None)
+        if ap:
+            print(f"window {r['window']}, batch {r['batch']}, {r['steps']} steps: exact {r['median_ms']:.1f} ms, "
+                  f"approximate {ap['median_ms']:.1f} ms ({r['median_ms'] / ap['median_ms']:.2f}x)")
     result = {
         "benchmark": "hf_speed", "shape": args.shape, "n_params": model.n_params, "context": args.context,
-        "window": args.window, "keystrokes": args.keystrokes, "device": str(device), "precision": args.precision,
-        "threads": torch.get_num_threads(), "torch": torch.__version__, "cpu": platform.processor() or platform.machine(),
-        "build_s": round(build_s, 1), "runs": runs,
+        "keystrokes": args.keystrokes, "device": str(device) if gpu is None else gpu["name"],
+        "precision": args.precision, "threads": torch.get_num_threads(), "torch": torch.__version__,
+        "cpu": platform.processor() or platform.machine(), "gpu": gpu, "build_s": round(build_s, 1), "runs": runs,
         "command": "python -m infill.bench.hf_speed " + " ".join(argv if argv is not None else __import__("sys").argv[1:]),
     }
     if args.out:

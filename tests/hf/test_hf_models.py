@@ -206,11 +206,12 @@ def denoise_trace(m, tok, steps: int = 4):
     from infill.decode.sampler import Schedule, Windows, denoise_steps
 
     bound, ids, pos, valid, *_ = layout(m, tok, PREFIX, [m.mask_id] * 6, SUFFIX, rows=2)
+    ids, pos = ids.to(m.device), pos.to(m.device)
     hole = torch.zeros_like(ids)
     hole[1, 4:] = -1  # the second row has a shorter window
     valid = hole >= 0
     state = Windows(ids=torch.where(valid, m.mask_id, m.pad_id), pos=pos, hole=hole, masked=valid.clone(),
-                    logprob=torch.zeros(ids.shape))
+                    logprob=torch.zeros(ids.shape, device=m.device))
     seen = []
     real = m.window_hidden
 

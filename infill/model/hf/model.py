@@ -29,7 +29,8 @@ Cache modes:
   first slot), attending to those kept keys and values. The context's keys and values then lag the
   windows' (they saw the windows fully masked): close, not equal. ``refresh_every`` N > 0 runs the
   whole layout again every N steps. Across fills (keystrokes): the model keeps the context keys and
-  values of its last few whole-layout runs (``keep_layouts``); a fill whose context shares its start
+  values of its last few whole-layout runs (``keep_layouts``; on a CPU: on a GPU the whole layout is
+  cheaper than the reuse); a fill whose context shares its start
   and its end with a kept one (what typing leaves) takes theirs (the end's keys turned to its new
   positions: rotary positions compose) and runs at its first step only the tokens that differ, the
   anchors and the windows. Each such fill is one whole-layout run away from exact; a context that
@@ -202,7 +203,9 @@ class HFDiffusionModel(nn.Module):
         self._max_context = max_context
         self.cache_mode = cache_mode
         self.refresh_every = refresh_every
-        self.keep_layouts = KEEP_LAYOUTS
+        # Kept across fills on a CPU only: on a GPU the reuse (its anchors found and scattered back)
+        # cost more than the whole layout it saves (bench/results/gpu-h200, BENCHMARKS.md)
+        self.keep_layouts = KEEP_LAYOUTS if self.device.type == "cpu" else 0
         self._kept: list[_Kept] = []  # most recent last
         self.whole_runs = 0  # whole-layout runs (what a reused context saves)
         self.tokenizer_size = tokenizer_size
