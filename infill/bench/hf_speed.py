@@ -14,6 +14,7 @@ sampler, no tokenizer, no syntax constraint. Random weights: speed only.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import platform
 import statistics
@@ -132,6 +133,8 @@ def main(argv=None) -> int:
     p.add_argument("--modes", nargs="+", choices=("exact", "approximate", "approximate-steps"),
                    default=["exact", "approximate"],
                    help="approximate-steps: reuse across a fill's steps only, not across fills (keystrokes)")
+    p.add_argument("--graphs", nargs="+", choices=("on", "off"), default=["on"],
+                   help="passes without a cache replayed from CUDA graphs (on a GPU; infill/model/hf/graphs.py) or eager")
     p.add_argument("--keystrokes", type=int, default=0,
                    help="instead of separate documents: a document's first fill, then this many keystrokes, each a fill")
     p.add_argument("--repeats", type=int, default=2)
@@ -171,7 +174,9 @@ def main(argv=None) -> int:
                                ms for g in got for ms in g["keystroke_first_step_ms"]), 1)}
                     runs.append(row)
                     print(json.dumps(row), flush=True)
-    for window in args.window if not args.keystrokes else ():
+    runner = model.graphs
+    for window, graphs in itertools.product(args.window if not args.keystrokes else (), args.graphs):
+        model.graphs = runner if graphs == "on" else None
         for batch in args.batch:
             for steps in args.steps:
                 for mode in args.modes:
@@ -180,6 +185,7 @@ def main(argv=None) -> int:
                     got = [one_fill(model, args.context, window, steps, seed=r, batch=batch) for r in range(args.repeats)]
                     median = statistics.median(g["total_ms"] for g in got)
                     row = {"mode": mode, "window": window, "batch": batch, "steps": steps,
+                           "graphs": model.graphs is not None,
                            "runs_ms": [round(g["total_ms"], 1) for g in got], "median_ms": round(median, 1),
                            "first_step_ms": round(statistics.median(g["first_step_ms"] for g in got), 1),
                            "later_step_ms": round(statistics.median(g["later_step_ms"] for g in got), 1),
@@ -190,9 +196,10 @@ def main(argv=None) -> int:
                     print(json.dumps(row), flush=True)
     for r in runs:
         ap = next((a for a in runs if a["mode"] == "approximate" and r["mode"] == "exact" and "batch" in r
-                   and all(a[k] == r[k] for k in ("window", "batch", "steps"))), None)
+                   and all(a[k] == r[k] for k in ("window", "batch", "steps", "graphs"))), None)
         if ap:
-            print(f"window {r['window']}, batch {r['batch']}, {r['steps']} steps: exact {r['median_ms']:.1f} ms, "
+            graphs = ", CUDA graphs" if r["graphs"] else ""
+            print(f"window {r['window']}, batch {r['batch']}, {r['steps']} steps{graphs}: exact {r['median_ms']:.1f} ms, "
                   f"approximate {ap['median_ms']:.1f} ms ({r['median_ms'] / ap['median_ms']:.2f}x)")
     result = {
         "benchmark": "hf_speed", "shape": args.shape, "n_params": model.n_params, "context": args.context,

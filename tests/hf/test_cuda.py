@@ -95,3 +95,26 @@ def test_cli_fill_on_cuda(precision, hf_dirs, tmp_path, capsys):
     assert rc == 0, err
     record = json.loads(out.strip().splitlines()[0])
     assert record["model"] == "dream-coder" and len(record["fills"]) == 1 and "<|" not in record["fills"][0]["text"]
+
+
+@torch.inference_mode()
+def test_whole_passes_replay_from_cuda_graphs(hf_dirs):
+    """A shape's first pass runs eagerly, its second is captured, later ones replay: every one gives
+    the eager pass's states on the same padded layout, bit for bit."""
+    from infill.model.hf.graphs import KEEP, pad_layout
+    from test_graphs import layout as random_layout
+
+    m, _ = on_cuda(hf_dirs, "dream-coder", torch.bfloat16)
+    assert m.graphs is not None and on_cuda(hf_dirs, "causal-llama")[0].graphs is None
+    tokens, positions, mask = (x.to(CUDA) for x in random_layout(m, 37))
+    eager = m._forward(*pad_layout(tokens, positions, mask, m.graphs.bucket, m.pad_id))[:, :37]
+    outs = [m._run(tokens, positions, mask) for _ in range(3)]
+    assert m.graphs.captures == 1
+    for out in outs:
+        assert torch.equal(out, eager)
+    again = m._run(*(x.to(CUDA) for x in random_layout(m, 37, seed=1)))
+    assert m.graphs.captures == 1 and not torch.equal(again, outs[0])  # new inputs, the same graph
+    for n in range(1, KEEP + 3):  # more shapes than are kept: the oldest go
+        for _ in range(2):
+            m._run(*(x.to(CUDA) for x in random_layout(m, n * m.graphs.bucket)))
+    assert len(m.graphs._graphs) == KEEP

@@ -5,8 +5,8 @@ masked-diffusion model (``causal``): a slot's prediction sees only the tokens be
 engine commits one slot at a time in document order (infill/model/seam.py's ``left_to_right``),
 and the text after the last hole is never seen.
 
-Facts come from ../shared/open-dllms.md (with its sources); every value that matters is read from
-the checkpoint (config.json, the tokenizer's files, the tensors) and checked here at load time,
+Facts come from each family's published model card and code (read, never run); every value that
+matters is read from the checkpoint (config.json, the tokenizer's files, the tensors) and checked here at load time,
 never taken from this table alone. What the table holds is how to *read* a family:
 
 * which stock class it maps onto (Qwen2 or Llama) and how its tensor names map onto that class's;

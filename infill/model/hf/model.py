@@ -43,6 +43,9 @@ tokens numbered in order, as DreamOn's own position ids count its attention mask
 tokens sits just as it would in a layout made for n slots. In the approximate mode a change of a
 fill's length moves the context after it: the whole layout runs again.
 
+On one GPU, a diffusion model's passes without a cache (every exact step; an approximate fill's
+first) replay CUDA graphs over layouts padded to fixed lengths (``graphs``, infill/model/hf/graphs.py).
+
 ``logits`` keeps the sampler inside the tokenizer's vocabulary: rows past it (a vocabulary padded
 for speed) and special tokens other than pad get -inf, and pad takes the probability of the
 family's end tokens (EOS, and pad where it differs), so a fill ends wherever the model would end it.
@@ -56,6 +59,7 @@ import torch
 from torch import nn
 
 from infill.model.hf.families import Family
+from infill.model.hf.graphs import GraphRunner
 from infill.model.hf.int8 import Int8Linear
 from infill.model.seam import Capabilities
 
@@ -207,6 +211,10 @@ class HFDiffusionModel(nn.Module):
         # cost more than the whole layout it saves (bench/results/gpu-h200, BENCHMARKS.md)
         self.keep_layouts = KEEP_LAYOUTS if self.device.type == "cpu" else 0
         self._kept: list[_Kept] = []  # most recent last
+        # Whole-layout passes from CUDA graphs: a diffusion model on one GPU (a causal model's passes
+        # vary too much in length to be worth capturing)
+        on_one_gpu = self.device.type == "cuda" and all(d == self.device for d in self.layer_devices)
+        self.graphs = GraphRunner(self._forward, pad_id) if on_one_gpu and not family.causal else None
         self.whole_runs = 0  # whole-layout runs (what a reused context saves)
         self.tokenizer_size = tokenizer_size
         V = self.vocab_size
@@ -339,7 +347,13 @@ class HFDiffusionModel(nn.Module):
                              key_pos, query_pos)
 
     def _run(self, tokens, positions, mask, cache=None) -> torch.Tensor:
-        """The last states, on the model's device (a model spread over several comes out on its last)."""
+        """The last states, on the model's device (a model spread over several comes out on its last);
+        a pass with no cache replayed from a CUDA graph where ``graphs`` is set (infill/model/hf/graphs.py)."""
+        if cache is None and self.graphs is not None:
+            return self.graphs(tokens, positions, mask)
+        return self._forward(tokens, positions, mask, cache)
+
+    def _forward(self, tokens, positions, mask, cache=None) -> torch.Tensor:
         out = self.backbone(input_ids=tokens, position_ids=positions, attention_mask=mask, cache=cache, use_cache=False)
         return out.last_hidden_state.to(self.device)
 
