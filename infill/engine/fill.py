@@ -44,6 +44,7 @@ from infill.text import related
 
 log = logging.getLogger(__name__)
 _WORD = re.compile(rb"[A-Za-z0-9_]+")  # a word's bytes, as token healing takes them back (Engine.heal)
+_OPERATOR = re.compile(rb"[-:=<>!&|+*/%^?]+")  # an operator's bytes, which a hole may cut ("::", "=>", "->")
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "model" / "default_model"
 MAX_HOLE_TOKENS = 512
@@ -357,16 +358,18 @@ class Engine:
 
     def heal(self, segment: list[int], after: str = "") -> bytes:
         """The bytes of ``segment``'s last token where a left-to-right fill after it should write
-        that token again (token healing), or b"": whitespace, or a word cut at the hole (its ASCII
-        letters, digits and underscores, with the space before them where the token has it) that
-        ``after``, the character after the hole, does not go on. Running text writes a space with
-        the word after it (" return") and a line break with the next line's indentation, so a
+        that token again (token healing), or b"": whitespace, or a word or an operator cut at the
+        hole (its ASCII letters, digits and underscores, or its operator characters, with the space
+        before them where the token has it) that ``after``, the character after the hole, does not go
+        on. Running text writes a space with the word after it (" return") and a line break with
+        the next line's indentation, so a
         context that ends at a bare space or line break is a boundary the model has seldom seen
         (after "def " it ends the fill; after a line break it writes a blank line); and a word cut
         short ends in a token that running text seldom ends a word with ("_negativ" goes on with
-        "_option" where "e_number" was meant). The fill's first slot is bound to the tokens that
-        start with these bytes; the syntax constraint reads that token without them
-        (SyntaxConstraint.heals)."""
+        "_option" where "e_number" was meant); an operator cut short is one the tokenizer seldom ends
+        there ("detail:" goes on with "detail::" where ":param" was meant, " =" with " () =>"
+        where "> void" was). The fill's first slot is bound to the tokens that start with these
+        bytes; the syntax constraint reads that token without them (SyntaxConstraint.heals)."""
         if not segment:
             return b""
         last = self.tokenizer.token_bytes(segment[-1])
@@ -374,6 +377,8 @@ class Engine:
             return last
         word = last[1:] if last.startswith(b" ") else last
         if word and _WORD.fullmatch(word) and not (after and (after.isalnum() or after == "_")):
+            return last
+        if word and _OPERATOR.fullmatch(word) and not (after and _OPERATOR.fullmatch(after.encode())):
             return last
         return b""
 

@@ -23,7 +23,7 @@ from infill.model.hf import int8
 from infill.model.hf.causal import CausalLM
 from infill.protocol import FillRequest, Hole, SamplingOptions
 
-PREFIX = "def add(a, b):\n    return a +"  # ends inside a line, after an operator: nothing to heal
+PREFIX = "def add(a, b):\n    return max(a,"  # ends inside a line, after a comma: nothing to heal
 LONGER = "class Stack:\n    def push(self, x):\n        self.items.append(x)\n        return len(self.items"
 SUFFIX = "\n\n\ndef sub(a, b):\n    return a - b\n"
 ATOL = 1e-5  # fp32 states of two computations of the same attention (other shapes, other orders)
@@ -214,9 +214,9 @@ def test_a_batch_of_two_prefix_lengths_gives_each_alone(hf_dirs):
 
 def test_prefix_cache_runs_only_the_new_context_tokens(hf_dirs):
     d = hf_dirs("causal-llama")
-    engine = engine_of(d)
+    engine = engine_of(d, lookahead=0)  # one slot a call: no guessed tokens ride along
     m, tok = engine.model, engine.tokenizer
-    grown = PREFIX + " b * (a -"  # ends after an operator: nothing healed
+    grown = PREFIX + " b, (a,"  # ends after a comma: nothing healed
     first, second = tok.encode(PREFIX), tok.encode(grown)
     assert second[: len(first)] == first  # the typed text starts new tokens
     new = len(second) - len(first)
@@ -240,7 +240,7 @@ def test_prefix_cache_runs_only_the_new_context_tokens(hf_dirs):
     engine.recent_fills.clear()  # (drafts from the last fill would take several slots a call)
     again = engine.fill(request(grown))  # the same document again: no context to run
     assert calls and all(c == (1, 1) for c in calls)
-    fresh = engine_of(d)
+    fresh = engine_of(d, lookahead=0)
     fresh_seen = committed_rows(fresh)
     want = fresh.fill(request(grown))
     assert torch.equal(seen[0], fresh_seen[0]) and torch.equal(seen[1], fresh_seen[0])
@@ -254,7 +254,7 @@ def test_a_document_typed_in_keeps_one_row_in_the_prefix_cache(hf_dirs):
     row, the typed document's stale rows pushed the others out and they ran their whole context)."""
     engine = engine_of(hf_dirs("causal-llama"))
     m, tok = engine.model, engine.tokenizer
-    docs = [PREFIX, LONGER, "import os\n\nx = os.path.join(a, b) +"]
+    docs = [PREFIX, LONGER, "import os\n\nx = os.path.join(a, b,"]
     typed = [" 1 +", " 2 +", " 3 +", " 4 +"]  # after an operator: each keystroke's tokens follow the last ones
     room = sum(len(tok.encode(d + "".join(typed))) + 2 for d in docs)  # one row per document, grown
     m.set_context_cache(room)
@@ -286,7 +286,7 @@ def test_contexts_that_join_together_run_in_one_call_as_they_would_one_by_one(hf
     d = hf_dirs("causal-llama")
     one, batched = engine_of(d).model, engine_of(d).model
     tok = engine_of(d).tokenizer
-    texts = [PREFIX, LONGER, "import os\n\nx = os.path.join(a, b) +", PREFIX + " 1 +"]
+    texts = [PREFIX, LONGER, "import os\n\nx = os.path.join(a, b,", PREFIX + " 1,"]
     contexts = [(torch.tensor(tok.encode(t)), torch.arange(len(tok.encode(t))) + 3) for t in texts]
     one.set_context_cache(1 << 20)
     batched.set_context_cache(1 << 20)
@@ -317,7 +317,7 @@ def test_the_engine_sizes_the_prefix_cache_and_it_keeps_its_size(hf_dirs):
     """EngineConfig.context_cache_tokens is the causal model's prefix cache: rows past it go, the
     oldest first, and the latest row stays even where it alone is larger."""
     d = hf_dirs("causal-llama")
-    docs = [PREFIX, LONGER, "import os\n\nx = os.path.join(a, b) +"]
+    docs = [PREFIX, LONGER, "import os\n\nx = os.path.join(a, b,"]
     engine = engine_of(d)
     for doc in docs:
         engine.fill(request(doc))
@@ -423,7 +423,7 @@ def test_speculative_steps_give_the_fill_of_one_slot_a_step(hf_dirs):
     plain = Engine.load(EngineConfig(model_dir=hf_dirs("causal-llama"), device="cpu", precision="fp32", lookahead=0))
     fast = Engine(plain.model, plain.tokenizer, replace(plain.config, lookahead=4), plain.model_id)
     taken = 0
-    for prefix in (PREFIX, LONGER, "aaaa aaaa aaaa +"):  # (after that, the random model loops: its guesses are taken)
+    for prefix in (PREFIX, LONGER, "aaaa aaaa aaaa ("):  # (after that, the random model loops: its guesses are taken)
         request = FillRequest(text=prefix + SUFFIX, holes=[Hole(len(prefix), len(prefix), 12)], language="python",
                               options=SamplingOptions(candidates=1, constrained=False))
         want, got = plain.fill(request), fast.fill(request)
@@ -468,6 +468,12 @@ def test_a_context_ending_at_a_line_break_is_healed(hf_dirs):
     space = tok.encode("x = ")
     assert tok.token_bytes(space[-1]) == b" " and engine.heal(space) == b" "  # a bare space too
     assert engine.heal(tok.encode("x = '")) == b""
+    for cut_at in ("std:", "a =", "x -", "a <"):  # an operator cut at the hole ("::", "==", "->", "<=")
+        ids = tok.encode(cut_at)
+        last = tok.token_bytes(ids[-1])
+        assert last.strip() and engine.heal(ids) == last and engine.heal(ids, "\n") == last, cut_at
+        assert engine.heal(ids, ":") == b"" and engine.heal(ids, "=") == b""  # the text after it goes on with it
+    assert engine.heal(tok.encode("x.")) == b"" and engine.heal(tok.encode("f(x)")) == b""  # no operator
 
 
 def test_the_healed_slot_takes_only_tokens_that_start_with_the_healed_bytes(hf_dirs):
@@ -564,9 +570,9 @@ def test_a_request_with_several_holes_gets_its_greedy_fill_alone_unless_it_asks_
 
 def test_frontier_commits_one_slot_per_row_per_step_in_order(hf_dirs):
     engine = engine_of(hf_dirs("causal-llama"))
-    text = "def f(a, b):\n    x = a\n    y = b\n    return x\n"
-    at = [text.index(" a\n"), text.index(" b\n")]  # after "=": nothing healed, every slot the window's
-    reqs = [FillRequest(text=text, holes=[Hole(start=i, end=i + 2, max_tokens=4) for i in at], language="python",
+    text = "def f(a, b):\n    x = (a)\n    y = (b)\n    return x\n"
+    at = [text.index("a)\n"), text.index("b)\n")]  # after "(": nothing healed, every slot the window's
+    reqs = [FillRequest(text=text, holes=[Hole(start=i, end=i + 1, max_tokens=4) for i in at], language="python",
                         options=SamplingOptions(constrained=False)),
             request(LONGER, "\n", max_tokens=3)]
     prepared, lay, bound, state = engine_rows(engine, reqs)
@@ -935,7 +941,7 @@ def test_a_slot_joining_a_running_batch_leaves_the_others_windows_as_they_were(h
     from infill.engine.stepper import Stepper
 
     engine = engine_of(hf_dirs("causal-llama"), lookahead=0)  # one window token a row a call
-    first, second, third = request(PREFIX, max_tokens=12), request(LONGER, max_tokens=12), request("import os\n\nx =", max_tokens=12)
+    first, second, third = request(PREFIX, max_tokens=12), request(LONGER, max_tokens=12), request("import os\n\nx = (", max_tokens=12)
     alone = [engine.fill(r).fills[0].text for r in (first, second, third)]
     fed = []
     real = CausalLM._feed
@@ -976,7 +982,7 @@ def test_requests_joining_leaving_and_cancelled_at_random_each_get_their_fill_al
     from infill.engine.stepper import Stepper
 
     engine = engine_of(hf_dirs("causal-llama"), candidates=2)
-    prefixes = [PREFIX, LONGER, "import os\n\nx =", "def f(a):\n    return a *", "class A:\n    def g(self):\n        return"]
+    prefixes = [PREFIX, LONGER, "import os\n\nx = (", "def f(a):\n    return (a,", "class A:\n    def g(self):\n        return"]
     requests = [request(p, max_tokens=n) for p in prefixes for n in (4, 10)]
     alone = [engine.fill(r).fills[0].text for r in requests]
     rng = random.Random(7)

@@ -41,8 +41,14 @@ def test_floor_exact_reruns_the_context_and_approximate_reads_its_keys():
 def test_batched_rows_and_tokens_per_second(tmp_path, monkeypatch):
     monkeypatch.setitem(hf_speed.SHAPES, "tiny", TINY)
     out = tmp_path / "r.json"
-    assert hf_speed.main(["--shape", "tiny", "--context", "24", "--window", "4", "6", "--batch", "1", "3",
-                          "--steps", "2", "--repeats", "1", "--threads", "1", "--out", str(out)]) == 0
+    threads = torch.get_num_threads()
+    try:
+        with torch.no_grad():  # main turns gradients off for the process: back on after it
+            assert hf_speed.main(["--shape", "tiny", "--context", "24", "--window", "4", "6", "--batch", "1", "3",
+                                  "--steps", "2", "--repeats", "1", "--threads", "1", "--out", str(out)]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.is_grad_enabled()
     got = json.loads(out.read_text())
     rows = {(r["mode"], r["window"], r["batch"]): r for r in got["runs"]}
     assert len(rows) == 2 * 2 * 2 and all(r["steps"] == 2 for r in rows.values())
