@@ -44,7 +44,7 @@ def random_model(shape: str, device: torch.device, dtype: torch.dtype, seed: int
     cfg._attn_implementation = "sdpa"
     with torch.device("meta"):
         hf = Qwen2ForCausalLM(cfg)
-    hf = hf.to_empty(device=device).to(dtype)
+    hf = hf.to(dtype).to_empty(device=device)  # the dtype first: a 7B shape never holds fp32 weights
     g = torch.Generator(device=device).manual_seed(seed)  # drawn where the weights live: a 7B shape in seconds
     with torch.no_grad():
         for name, p in hf.named_parameters():
