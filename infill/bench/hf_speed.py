@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import platform
 import statistics
 import time
 from pathlib import Path
 
 import torch
 
+from infill.bench.quality import cpu_model
 from infill.model.hf.model import KEEP_LAYOUTS
 
 SHAPES = {  # Qwen2.5-0.5B (Open-dCoder) and Qwen2.5-7B (Dream, Dream-Coder, DreamOn, DiffuCoder)
@@ -205,7 +205,7 @@ def main(argv=None) -> int:
         "benchmark": "hf_speed", "shape": args.shape, "n_params": model.n_params, "context": args.context,
         "keystrokes": args.keystrokes, "device": str(device) if gpu is None else gpu["name"],
         "precision": args.precision, "threads": torch.get_num_threads(), "torch": torch.__version__,
-        "cpu": platform.processor() or platform.machine(), "gpu": gpu, "build_s": round(build_s, 1), "runs": runs,
+        "cpu": cpu_model(), "gpu": gpu, "build_s": round(build_s, 1), "runs": runs,
         "command": "python -m infill.bench.hf_speed " + " ".join(argv if argv is not None else __import__("sys").argv[1:]),
     }
     if args.out:

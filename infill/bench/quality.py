@@ -324,6 +324,22 @@ def _cpu_native_bf16() -> bool | None:
     return fast_bf16(torch.device("cpu"))
 
 
+def cpu_model() -> dict:
+    """The CPU's model name and the vector and matrix extensions the speed figures hang on, read
+    from /proc/cpuinfo where there is one (else what platform knows)."""
+    name, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and value.strip():
+                name = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+    except OSError:
+        pass
+    return {"name": name, "extensions": sorted(flags & {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8"})}
+
+
 def machine_info() -> dict:
     try:
         torch_version = importlib.metadata.version("torch")
@@ -334,6 +350,7 @@ def machine_info() -> dict:
         "python": platform.python_version(),
         "processor": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
+        "cpu": cpu_model(),
         "torch": torch_version,
         "cpu_native_bf16": _cpu_native_bf16(),  # what precision "auto" picks on a CPU
         "git_commit": _git_commit(),

@@ -56,3 +56,11 @@ def test_batched_rows_and_tokens_per_second(tmp_path, monkeypatch):
         assert r["tokens_per_s"] == pytest.approx(batch * window / r["median_ms"] * 1000, rel=1e-2)
     assert got["gpu"] is None and got["device"] == "cpu"
 
+
+
+def test_results_name_the_cpu():
+    from infill.bench.quality import cpu_model, machine_info
+
+    cpu = cpu_model()
+    assert cpu["name"] and set(cpu["extensions"]) <= {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8"}
+    assert machine_info()["cpu"] == cpu
