@@ -362,10 +362,10 @@ class Engine:
         hole (its ASCII letters, digits and underscores, or its operator characters, with the space
         before them where the token has it) that ``after``, the character after the hole, does not go
         on. Running text writes a space with the word after it (" return") and a line break with
-        the next line's indentation, so a
-        context that ends at a bare space or line break is a boundary the model has seldom seen
-        (after "def " it ends the fill; after a line break it writes a blank line); and a word cut
-        short ends in a token that running text seldom ends a word with ("_negativ" goes on with
+        the next line's indentation, so a context that ends at a bare space or line break is a
+        boundary the model has seldom seen (after "def " it ends the fill; after a line break it
+        writes a blank line); and a word cut short ends in a token that running text seldom ends a
+        word with ("_negativ" goes on with
         "_option" where "e_number" was meant); an operator cut short is one the tokenizer seldom ends
         there ("detail:" goes on with "detail::" where ":param" was meant, " =" with " () =>"
         where "> void" was). The fill's first slot is bound to the tokens that start with these
