@@ -10,8 +10,8 @@ those of the unpadded pass. A shape is run eagerly (padded) the first time it is
 the second time, so a one-off shape costs no capture; at most ``KEEP`` graphs are held, the least
 recently used dropped. Replaying runs the same kernels as the eager pass on the same padded inputs.
 
-Not here: passes with a key/value cache (the approximate mode's steps: their buffers change every
-fill), a model spread over several GPUs, the CPU (the model decides where this runs).
+Not here: passes that record or read keys and values (every step of the approximate mode, its
+first too: their buffers change every fill), a model spread over several GPUs, the CPU (the model decides where this runs).
 """
 
 from __future__ import annotations

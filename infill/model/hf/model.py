@@ -43,8 +43,9 @@ tokens numbered in order, as DreamOn's own position ids count its attention mask
 tokens sits just as it would in a layout made for n slots. In the approximate mode a change of a
 fill's length moves the context after it: the whole layout runs again.
 
-On one GPU, a diffusion model's passes without a cache (every exact step; an approximate fill's
-first) replay CUDA graphs over layouts padded to fixed lengths (``graphs``, infill/model/hf/graphs.py).
+On one GPU, a diffusion model's passes that keep no keys and values (every exact step; not the
+approximate mode's, whose first step records them) replay CUDA graphs over layouts padded to fixed
+lengths (``graphs``, infill/model/hf/graphs.py).
 
 ``logits`` keeps the sampler inside the tokenizer's vocabulary: rows past it (a vocabulary padded
 for speed) and special tokens other than pad get -inf, and pad takes the probability of the
