@@ -194,8 +194,8 @@ def main(argv=None) -> int:
                         row |= floor(model, args.context, window, batch, steps, mode, gpu)
                     runs.append(row)
                     print(json.dumps(row), flush=True)
-    for r in runs:
-        ap = next((a for a in runs if a["mode"] == "approximate" and r["mode"] == "exact" and "batch" in r
+    for r in (r for r in runs if r["mode"] == "exact" and "batch" in r):  # (keystroke rows have no batch)
+        ap = next((a for a in runs if a["mode"] == "approximate"
                    and all(a[k] == r[k] for k in ("window", "batch", "steps", "graphs"))), None)
         if ap:
             graphs = ", CUDA graphs" if r["graphs"] else ""
