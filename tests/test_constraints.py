@@ -855,15 +855,42 @@ def test_a_fill_mends_a_row_cut_before_its_closer_by_closing_it():
     at = text.index("|")
     text = text.replace("|", "")
     ctx = hole_context(Document(grammar("javascript"), text, [(at, at)]), 0)
-    assert ctx.base == ("{", "{") and ctx.after == ("}",) and ctx.needed == 1 and not ctx.surplus
+    # The layout tells the row's '{' (opened on a line indented 2) from the outer one's, which the
+    # '}' at indentation 0 closes: the row's is the fill's to close.
+    assert ctx.base == ("{", "{") and ctx.after == ("}",) and ctx.needed == 1 and ctx.unclosed == 1 and not ctx.surplus
     assert mendable("javascript", text, [(at, at)], ["2,"]) and not mendable("javascript", text, [(at, at)], ["2},"])
     assert is_clean("javascript", text, [(at, at)], ["2},"])
     plain, mends = Lexer(grammar("javascript").spec, ctx), Lexer(grammar("javascript").spec, replace(ctx, mends=True))
-    assert not plain.accepts(plain.start, "2}")  # the '}' the text after it needs, by the pairing of types
+    assert plain.accepts(plain.start, "2}") and not plain.accepts(plain.start, "2}}")  # the row's, never the outer one's
     for fill, mended in [("2,", False), ("2},", True), ("2}}", False), ("2}, d: {", False)]:
         st, ok = mends.feed(mends.start, fill)
         assert ok and mends.can_end(st) == mended, fill
     assert mends.mend_next(mends.feed(mends.start, "2")[0]) == ["}"] and mends.closers_needed(mends.start) == 1
+
+
+@pytest.mark.parametrize(
+    "language, text, owed, needed",
+    [
+        # a call cut mid-line in a block the same kind of bracket opens: gofmt's `const (` ... `)`
+        ("go", "package p\n\nconst (\n\tA = Signal(0x15|\n\tB = Signal(0x16)\n)\n", 1, 1),
+        ("python", "result = compute(\n    alpha(1, |\n)\n", 1, 1),
+        # the closer on a line of its own at the opening line's indentation is that bracket's
+        ("python", "result = compute(\n    1, |\n)\n", 0, 1),
+        # a closer after code on its line tells nothing of the layout
+        ("javascript", "f(a, g(b, |\n  c))\n", 0, 2),
+    ],
+)
+def test_the_layout_tells_which_brackets_the_text_after_a_hole_closes(language, text, owed, needed):
+    at = text.index("|")
+    text = text.replace("|", "")
+    ctx = hole_context(Document(grammar(language), text, [(at, at)]), 0)
+    assert (ctx.unclosed, ctx.needed, ctx.surplus) == (owed, needed, False)
+    lexer = Lexer(grammar(language).spec, ctx)
+    closer = {"(": ")", "{": "}", "[": "]"}[ctx.base[-1]]
+    assert lexer.accepts(lexer.start, "1" + closer) is bool(owed)  # the fill may close what it owes, never what is needed
+    if owed:
+        assert lexer.close("1") == "1" + closer
+        assert is_valid(language, text, [(at, at)], ["1" + closer])
 
 
 def test_a_mending_fill_writes_the_opener_where_the_model_would_end_or_break_its_line(list_tokenizer):

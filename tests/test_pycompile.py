@@ -56,6 +56,23 @@ def test_a_bracket_before_the_hole_that_is_never_closed_is_the_fills_business(fi
     assert d.valid([fill.encode()]) is ok
 
 
+@pytest.mark.parametrize(
+    "fill, ok",
+    [
+        ("name = fields.String", True),
+        ("def __init__(self):", False),  # a header with no body: tree-sitter accepts it, CPython does not
+    ],
+)
+def test_a_header_whose_body_is_the_hole_is_judged_across_blank_lines(fill, ok):
+    # CPython places "expected an indented block" at the next statement, past the blank line.
+    doc = "def test(user):\n    class S(Schema):\n        |\n\n    with raises(TypeError):\n        S().dump(user)\n"
+    at = doc.index("|")
+    doc = doc.replace("|", "")
+    d = Document(grammar("python"), doc, [(at, at)])
+    assert d.strict.enabled, "the original's only error is the class's missing body, at the hole"
+    assert d.valid([fill.encode()]) is ok
+
+
 def test_only_the_top_level_statements_around_the_holes_are_compiled():
     doc = "def f(x):\n    y = \n    return y\n\n\ndef g(:\n    pass\n"
     at = doc.index("y = ") + 4

@@ -301,13 +301,15 @@ class HoleContext:
     # the rest of its line not written yet): the fill starts inside it and closes it by its delimiter.
     open_string: str = ""
     base: tuple[str, ...] = ()  # brackets open before the hole (opener tokens, outermost first)
-    needed: int = 0  # how many of the innermost ``base`` entries the text after the hole closes
+    needed: int = 0  # how many ``base`` entries the text after the hole closes: the innermost, or those outside ``unclosed``
     surplus: bool = False  # the text after the hole closes more than ``base`` holds
     after: tuple[str, ...] = ()  # the closers the text after the hole has that nothing there opens, in order
     # (up to the next hole, or where no error is, the end of the top-level node around the hole)
     mends: bool = False  # the fill must leave open exactly what ``after`` closes (a mend branch's; Lexer.mended)
-    # The last hole: how many of ``base`` the text after it leaves open (all or none: the fill can
-    # close them only when that text closes none); a fill that ``closes`` must close them.
+    # The last hole: how many of ``base`` the text after it leaves open: all where it closes none,
+    # else the innermost that its layout shows it does not close (document._owed; a call cut
+    # mid-line, whose ``(`` the block's closer further down does not close); a fill that
+    # ``closes`` must close them.
     unclosed: int = 0
     closes: bool = False
     next_char: str = ""  # the first character after the hole ("" at the end)
@@ -325,7 +327,7 @@ def _brackets(g: Grammar, root, start: int, end: int | None) -> list:
 
 
 def _unmatched(g: Grammar, root, start: int, end: int | None):
-    """The closing brackets between ``start`` and ``end`` that close nothing opened there, in order."""
+    """The closing brackets' nodes between ``start`` and ``end`` that close nothing opened there, in order."""
     local: list[str] = []
     for n in _brackets(g, root, start, end):
         if n.type in g.spec.brackets:
@@ -333,7 +335,28 @@ def _unmatched(g: Grammar, root, start: int, end: int | None):
         elif local:
             local.pop()
         else:
-            yield n.type
+            yield n
+
+
+def _owed(data: bytes, opened: list[int], closer) -> int:
+    """How many of the innermost brackets open before a hole (opened at bytes ``opened``, outermost
+    first) the text after it does not close, read from the layout: ``closer``, the first closer
+    after the hole that closes nothing there, starts a line indented less than the lines they
+    opened on, and code closes a bracket on a line of its own at its opening line's indentation
+    (every formatter's style: ``const (`` ... ``)``). 0 where that closer does not start its line."""
+    lead = data[line_start(data, closer.start_byte) : closer.start_byte]
+    if lead.strip():
+        return 0
+    width, k = indent_width(lead), 0
+    while k < len(opened) and indent_width(_indentation(data, opened[len(opened) - 1 - k])) > width:
+        k += 1
+    return k
+
+
+def _indentation(data: bytes, at: int) -> bytes:
+    """The leading whitespace of the line that holds byte ``at``."""
+    line = data[line_start(data, at) : line_end(data, at)]
+    return line[: len(line) - len(line.lstrip())]
 
 
 def openers_needed(doc: Document) -> str:
@@ -341,7 +364,7 @@ def openers_needed(doc: Document) -> str:
     a fill there would leave open, outermost first (for a hole with no bracket open before it)."""
     g, root = doc.grammar, doc.tree.root_node
     opener = {c: o for o, c in g.spec.brackets.items()}
-    return "".join(opener[c] for c in reversed(list(_unmatched(g, root, doc.spans[-1][1], None))) if c in opener)
+    return "".join(opener[n.type] for n in reversed(list(_unmatched(g, root, doc.spans[-1][1], None))) if n.type in opener)
 
 
 def unbalanced(ctx: HoleContext, pairs: dict[str, str]) -> bool:
@@ -441,26 +464,42 @@ def _hole_context(doc: Document, i: int) -> HoleContext:
     if not root.has_error:  # then what the prefix opened closes within the same top-level node
         top = next((c for c in root.children if c.end_byte >= e), None)
         stop = top.end_byte if top is not None and (stop is None or top.end_byte < stop) else stop
-    needed, surplus = 0, False
-    after = tuple(_unmatched(g, root, e, stop))
-    for closer in after:
-        if needed < len(stack) and pairs[stack[len(stack) - 1 - needed]] == closer:
-            needed += 1
-        else:
-            surplus = True
-            break
+    closers = list(_unmatched(g, root, e, stop))
+    after = tuple(n.type for n in closers)
+    last = i + 1 == len(doc.spans)
+    # The last hole's innermost brackets that the layout shows the text after it does not close
+    # (_owed): the fill closes them, and that text's closers pair with the brackets outside them.
+    owed = _owed(data, opened, closers[0]) if last and closers else 0
+    needed, surplus = _pair(pairs, stack[: len(stack) - owed], after)
+    if surplus and owed:
+        owed = 0
+        needed, surplus = _pair(pairs, stack, after)
     row = line_start(data, s)
     before = data[row:s]
     at_line_start = not before.strip()
     ctx = dict(base=tuple(stack), needed=needed, surplus=surplus, after=after, at_line_start=at_line_start and not stack)
-    if i + 1 == len(doc.spans) and not needed and not surplus:
+    if last and not needed and not surplus:
         ctx["unclosed"] = len(stack)
+    elif owed:
+        ctx["unclosed"] = owed
     ctx["next_char"] = data[e : e + 1].decode("utf-8", "replace")
     ctx["indent"] = indent_width(before) if at_line_start else 0
     if not at_line_start and not _inside_text(g, doc, row, row)[0]:  # the line starts in code (not in a string over lines)
         ctx["open_string"] = open_string(g.spec, before.decode("utf-8", "replace"))
     ctx["lang"] = doc.hooks.hole_context(doc, i, tuple(stack), opened)
     return HoleContext(in_text=False, **ctx)
+
+
+def _pair(pairs: dict[str, str], stack: list[str], after: tuple[str, ...]) -> tuple[int, bool]:
+    """(needed, surplus): how many of ``stack``'s innermost brackets the closers ``after`` close, in
+    order, and whether one of them closes none of those."""
+    needed = 0
+    for closer in after:
+        if needed < len(stack) and pairs[stack[len(stack) - 1 - needed]] == closer:
+            needed += 1
+        else:
+            return needed, True
+    return needed, False
 
 
 def open_string(spec: LanguageSpec, code: str) -> str:

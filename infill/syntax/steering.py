@@ -178,8 +178,10 @@ class Lexer:
                 elif popped < base:
                     top = base - popped - 1
                     # Closing what the text after the hole still needs breaks that text (a fill that
-                    # mends reads that text's closers otherwise: Lexer.mended).
-                    ok = ok and pairs[ctx.base[top]] == c and (ctx.mends or top < base - ctx.needed)
+                    # mends reads that text's closers otherwise: Lexer.mended); the innermost that
+                    # it leaves open (``unclosed``) are the fill's to close.
+                    theirs = base - ctx.unclosed - ctx.needed <= top < base - ctx.unclosed
+                    ok = ok and pairs[ctx.base[top]] == c and (ctx.mends or not theirs)
                     popped += 1
                 else:
                     ok = False

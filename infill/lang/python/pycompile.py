@@ -89,15 +89,17 @@ class StrictCheck:
             self.enabled = False  # already broken elsewhere: no way to tell new errors from old
 
     def _at_hole(self, data: bytes, err: CompileError) -> bool:
-        """Does the baseline error sit on a line from a hole's first to the line after its end, or
-        between the hole and the last significant character before it (``expected an indented
-        block`` after a header whose body is the hole: CPython places it at the header's line
-        break), or is it a bracket before the hole that is never closed?"""
+        """Does the baseline error sit on a line from a hole's first to the first non-blank line
+        after its end, or between the hole and the last significant character before it
+        (``expected an indented block`` after a header whose body is the hole: CPython places it
+        at the header's line break, or, where blank lines follow the hole, at the next
+        statement), or is it a bracket before the hole that is never closed?"""
         if "was never closed" in err.message and any(err.start <= a for a, _ in self.spans):
             return True  # a bracket open at a hole: the fill may close it
         for a, b in self.spans:
-            lo = min(line_start(data, a), blank_around(data, a, b)[0])
-            hi = line_end(data, line_end(data, b))
+            lo, blank_end = blank_around(data, a, b)
+            lo = min(line_start(data, a), lo)
+            hi = line_end(data, max(line_end(data, b), blank_end))
             if err.start <= hi and lo <= err.end:
                 return True
         return False
