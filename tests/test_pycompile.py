@@ -48,12 +48,15 @@ def test_a_region_already_broken_away_from_the_holes_is_not_judged_strictly():
     ],
 )
 def test_a_bracket_before_the_hole_that_is_never_closed_is_the_fills_business(fill, ok):
-    doc = "def f():\n    d = {\n        7: 'seven',\n|        print(k)\n    return d\n"
-    at = doc.index("|")
-    doc = doc.replace("|", "")
-    d = Document(grammar("python"), doc, [(at, at)])
+    d = marked("def f():\n    d = {\n        7: 'seven',\n|        print(k)\n    return d\n")
     assert d.strict.enabled, "the original's only error is the '{' the hole leaves open"
     assert d.valid([fill.encode()]) is ok
+
+
+def marked(text: str) -> Document:
+    """The Python document ``text`` with one insertion hole where its ``|`` stands."""
+    at = text.index("|")
+    return Document(grammar("python"), text.replace("|", ""), [(at, at)])
 
 
 @pytest.mark.parametrize(
@@ -65,10 +68,7 @@ def test_a_bracket_before_the_hole_that_is_never_closed_is_the_fills_business(fi
 )
 def test_a_header_whose_body_is_the_hole_is_judged_across_blank_lines(fill, ok):
     # CPython places "expected an indented block" at the next statement, past the blank line.
-    doc = "def test(user):\n    class S(Schema):\n        |\n\n    with raises(TypeError):\n        S().dump(user)\n"
-    at = doc.index("|")
-    doc = doc.replace("|", "")
-    d = Document(grammar("python"), doc, [(at, at)])
+    d = marked("def test(user):\n    class S(Schema):\n        |\n\n    with raises(TypeError):\n        S().dump(user)\n")
     assert d.strict.enabled, "the original's only error is the class's missing body, at the hole"
     assert d.valid([fill.encode()]) is ok
 
