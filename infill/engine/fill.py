@@ -455,7 +455,8 @@ class Engine:
         A constrained request whose best candidate is still invalid gets one more round, left to
         right (finish.strict_request), with its language hooks' strict shape (at least closing the
         brackets the text after the hole leaves open; Python's: where a block header would fit,
-        filled with a header's head); its result is the retry's where that is valid. A hole that
+        filled with a header's head; a left-to-right model's may not start as the first round's
+        fill did, :meth:`unlike`); its result is the retry's where that is valid. A hole that
         its language's hooks fill as several (``scaffold``: Python's nested block headers, one hole
         per header's head) is filled so, in one round as strict as a retry, and joined again.
         """
@@ -479,7 +480,7 @@ class Engine:
         if again:
             retried: list[FillResult | None] = [None] * len(requests)
             shapes = {i: hooks_for(requests[i].language).strict(prepared[i].shape) for i in again}
-            strict = {i: self.prepare(strict_request(requests[i], shapes[i]), shapes[i]) for i in again}
+            strict = {i: self.unlike(self.prepare(strict_request(requests[i], shapes[i]), shapes[i]), results[i]) for i in again}
             self._fill_prepared(strict, again, retried, cancel, None, None)
             for i in again:
                 results[i] = merge_retry(results[i], retried[i])
@@ -762,6 +763,19 @@ class Engine:
             default = 1
         caps = self.model.capabilities
         return candidate_plan(request.options, default, caps.left_to_right, caps.expand_id is not None)
+
+    def unlike(self, p: _Prepared, first: FillResult) -> _Prepared:
+        """A retry ``p`` of a left-to-right model's one hole that may not start as the first round's
+        invalid fill ``first`` did (its first token after the retry's lead is banned): every step
+        of such a model is steered already, so a retry that may start alike goes the same way
+        (a class's body filled with a ``def`` header that no line may follow). ``p`` elsewhere."""
+        if not self.model.capabilities.left_to_right or len(p.request.holes) != 1 or first.fills[0].valid is not False:
+            return p
+        toks = self.tokenizer.encode(p.heals[0].decode("utf-8", "replace") + p.indents[0] + first.fills[0].text)
+        lead = p.leads[0]
+        if len(toks) <= len(lead) or toks[: len(lead)] != lead or len(lead) >= p.windows[0]:
+            return p
+        return replace(p, bans=[(len(lead), toks[len(lead)])])
 
     def echo_round(self, prepared: list[_Prepared], results: list[FillResult], members: list[int], cancel) -> None:
         """Branch the ranked fills that only echo the line after the hole (echo_branches) or leave

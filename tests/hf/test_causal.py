@@ -504,6 +504,29 @@ def test_token_sets_are_the_vocabulary_scanned_and_only_the_latest_are_kept(hf_d
         assert len(engine._token_sets) <= 4
 
 
+def test_a_left_to_right_retry_may_not_start_as_the_invalid_first_round_did(hf_dirs):
+    from infill.protocol import Fill, FillResult, Timings
+
+    engine = engine_of(hf_dirs("causal-llama"))
+    tok = engine.tokenizer
+    text = "class S:\n    \n\nx = 1\n"  # a class's body is the hole: a header alone there has no body
+    req = FillRequest(text=text, holes=[Hole(13, 13, 8)], language="python")
+    p = engine.prepare(req)
+    first = FillResult(fills=[Fill(text="def f(self", score=-1.0, valid=False)], timings=Timings(), model="m")
+    ids = tok.encode(p.heals[0].decode() + p.indents[0] + "def f(self")
+    lead = p.leads[0]
+    assert ids[: len(lead)] == lead
+    retry = engine.unlike(p, first)
+    assert retry.bans == [(len(lead), ids[len(lead)])] and p.bans in ([], [None])
+    _, _, _, state = engine_rows(engine, [], prepared=[retry])
+    k = len(lead)  # the first slot after the lead may take any token but the first round's
+    assert state.only is not None and int(state.only[0, k]) >= 0
+    allowed = state.only_sets[int(state.only[0, k])]
+    assert not allowed[ids[k]] and allowed[tok.encode("x")[0]]
+    valid = FillResult(fills=[Fill(text="x = 1", score=-1.0, valid=True)], timings=Timings(), model="m")
+    assert engine.unlike(p, valid) is p  # only an invalid first round is avoided
+
+
 def test_a_causal_step_rule_is_one_slot_a_step_and_fewer_steps_end_the_fill_early(hf_dirs):
     """The step rule the scheduler lightens by (Engine.default_steps) is the schedule the engine
     runs, and a request's steps cap a causal fill: it ends when they are spent (a busy batch's
