@@ -159,6 +159,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     fetch = corpus_sub.add_parser("fetch", help="a many-language corpus from PyPI, npm and Debian sources (resumable)")
     _add_delegated(fetch, "infill.train.registry.build", wanted=words[:2] == ["corpus", "fetch"], model_options=False)
     fetch.set_defaults(verbose=1)  # long: show progress unless -q
+    pack = corpus_sub.add_parser("pack", help="a corpus within a size limit (xz), for a machine it must travel to")
+    _add_delegated(pack, "infill.train.pack", wanted=words[:2] == ["corpus", "pack"], model_options=False)
     bench = sub.add_parser("bench", help="benchmarks")
     bench_sub = bench.add_subparsers(dest="bench_command", metavar="BENCHMARK", required=True)
     quality = bench_sub.add_parser("quality", help="HumanEval-Infilling quality (pass@1, exact match)")

@@ -104,6 +104,63 @@ def test_resuming_is_deterministic(tmp_path, corpus, tok):
         assert torch.allclose(a[k], b[k], atol=1e-5), k
 
 
+def test_a_weights_only_checkpoint_is_bf16_in_bounded_files_and_a_run_resumes_from_it(tmp_path, corpus, tok):
+    from safetensors.torch import load_file
+
+    tok_path = tmp_path / "tok.json"
+    tok.save(tok_path)
+    limit = 16 << 10  # 16 KiB: the tiny network's weights take several files
+    cfg = TrainConfig(run_dir=tmp_path / "r", corpus_dir=corpus, tokenizer=tok_path, steps=3, weights_only=True,
+                      shard_mib=limit / (1 << 20), **TINY)
+    train(cfg)
+    ckpt = cfg.run_dir / "checkpoint"
+    files = sorted(ckpt.glob("model-*.safetensors"))
+    assert len(files) > 1 and not (ckpt / "optimizer").exists() and not (ckpt / "model.safetensors").exists()
+    for f in files:
+        tensors = load_file(str(f))
+        assert sum(t.numel() * t.element_size() for t in tensors.values()) <= limit or len(tensors) == 1
+        assert all(t.dtype == torch.bfloat16 for t in tensors.values() if t.is_floating_point())
+    out = train(replace(cfg, steps=5))  # resumes at step 3 with a fresh optimizer, warming up again
+    history = json.loads((cfg.run_dir / "history.json").read_text())
+    assert [r["step"] for r in history] == [1, 2, 3, 4, 5]
+    assert history[3]["lr"] == pytest.approx(cfg.lr / cfg.warmup)  # the first step after the resume warms up
+    assert sorted(out.glob("model-*.safetensors")) and load_model(out).cfg.d_model == 32  # the export is sharded too
+    full = replace(cfg, run_dir=tmp_path / "full", weights_only=False)
+    train(full)
+    assert sorted((full.run_dir / "checkpoint" / "optimizer").glob("model-*.safetensors"))  # moments kept, sharded
+
+
+def test_a_packed_corpus_fits_its_limit_and_trains(tmp_path, corpus, tok):
+    import lzma
+
+    from infill.train.corpus import iter_documents, split_file
+    from infill.train.pack import pack
+
+    many = tmp_path / "many"  # the fixture's files cut into many documents
+    many.mkdir()
+    texts = [d["text"] for d in iter_documents(corpus / "train.jsonl")]
+    with open(many / "train.jsonl", "w") as f:
+        for i, t in enumerate(t[k : k + 3000] for t in texts for k in range(0, len(t), 3000)):
+            f.write(json.dumps({"package": "stdlib", "path": f"{i}.py", "text": t}) + "\n")
+    (many / "valid.jsonl").write_text((corpus / "valid.jsonl").read_text())
+    corpus = many
+    limit = 20 << 10
+    facts = pack(corpus, tmp_path / "packed", limit, seed=1, chunk_bytes=8 << 10)
+    files = list((tmp_path / "packed").iterdir())
+    assert sum(f.stat().st_size for f in files) <= limit
+    assert 0 < facts["train_documents"] < facts["train_documents_in_source"]  # the limit cut the training split
+    packed = list(iter_documents(split_file(tmp_path / "packed", "train")))
+    source = {d["path"]: d["text"] for d in iter_documents(corpus / "train.jsonl")}
+    assert len(packed) == facts["train_documents"] and all(source[d["path"]] == d["text"] for d in packed)
+    assert lzma.decompress((tmp_path / "packed" / "valid.jsonl.xz").read_bytes()).decode() == (corpus / "valid.jsonl").read_text()
+    assert json.loads((tmp_path / "packed" / "manifest.json").read_text())["packed"]["limit_bytes"] == limit
+    tok_path = tmp_path / "tok.json"
+    tok.save(tok_path)
+    train(TrainConfig(run_dir=tmp_path / "r", corpus_dir=tmp_path / "packed", tokenizer=tok_path, steps=2, **TINY))
+    with pytest.raises(InputError, match="limit"):
+        pack(corpus, tmp_path / "none", 1 << 10)
+
+
 def test_empty_corpus_and_foreign_checkpoints_fail_clearly(tmp_path, corpus, tok):
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -118,7 +175,7 @@ def test_empty_corpus_and_foreign_checkpoints_fail_clearly(tmp_path, corpus, tok
     bigger = replace(cfg, steps=4, model=replace(cfg.model, d_model=64))
     with pytest.raises(ModelLoadError, match="another architecture"):
         train(bigger)
-    (cfg.run_dir / "checkpoint" / "model.safetensors").write_bytes(b"not a checkpoint")
+    next((cfg.run_dir / "checkpoint").glob("model*.safetensors")).write_bytes(b"not a checkpoint")
     with pytest.raises(ModelLoadError, match="corrupt"):
         train(replace(cfg, steps=4))
 

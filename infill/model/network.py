@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from infill.errors import ModelLoadError
+from infill.model import shards
 from infill.model.seam import Capabilities
 
 ARCHITECTURE = "infill-segment-window-v1"
@@ -451,13 +452,23 @@ def parse_config(data: dict, path: Path) -> ModelConfig:
         raise ModelLoadError(f"{path}: bad model config ({e})") from None
 
 
-def save_model(model: DiffusionLM, directory: Path, extra: dict | None = None) -> None:
-    """Write config.json and model.safetensors into directory (the tokenizer is saved by its owner)."""
+def save_model(model: DiffusionLM, directory: Path, extra: dict | None = None, shard_bytes: int | None = None,
+               dtype: torch.dtype | None = None) -> None:
+    """Write config.json and the weights into directory (the tokenizer is saved by its owner): one
+    model.safetensors, or with ``shard_bytes`` files of at most that many bytes of tensors
+    (infill/model/shards.py); in ``dtype`` where given (floating tensors only)."""
     from safetensors.torch import save_file
 
     directory.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
-    save_file(state, str(directory / "model.safetensors"))
+    if dtype is not None:
+        state = {k: v.to(dtype) if v.is_floating_point() else v for k, v in state.items()}
+    for old in [*directory.glob("model*.safetensors"), directory / shards.INDEX]:
+        old.unlink(missing_ok=True)  # the other layout's files, or more shards than now
+    if shard_bytes is None:
+        save_file(state, str(directory / shards.SINGLE))
+    else:
+        shards.write(state, directory, shard_bytes)
     (directory / "config.json").write_text(json.dumps(config_to_json(model.cfg, extra), indent=2) + "\n")
 
 
@@ -484,18 +495,10 @@ def load_model(directory: Path, device: str = "cpu", dtype: torch.dtype = torch.
 
 
 def load_weights(directory: Path, cfg: ModelConfig, device: str = "cpu", dtype: torch.dtype = torch.float32) -> DiffusionLM:
-    """The model of ``cfg`` with the weights of ``directory``/model.safetensors."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
+    """The model of ``cfg`` with the weights of ``directory`` (model.safetensors or its shards)."""
     directory = Path(directory)
-    weights = directory / "model.safetensors"
-    if not weights.is_file():
-        raise ModelLoadError(f"{directory}: no model.safetensors")
-    try:
-        state = load_file(str(weights))
-    except (SafetensorError, OSError, ValueError) as e:
-        raise ModelLoadError(f"{weights}: corrupt weights ({e})") from None
+    weights = directory / shards.SINGLE
+    state = shards.read(directory)
     with torch.device("meta"):
         model = DiffusionLM(cfg)
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}

@@ -26,6 +26,7 @@ import hashlib
 import importlib.metadata as importlib_metadata
 import json
 import logging
+import lzma
 import os
 import re
 import site
@@ -485,9 +486,19 @@ def build_corpus(config: CorpusConfig, out_dir: Path) -> dict:
     return manifest
 
 
+def split_file(corpus: Path, split: str) -> Path:
+    """The file of a corpus directory's ``split`` (train, valid): ``SPLIT.jsonl``, or packed
+    (infill/train/pack.py) ``SPLIT.jsonl.xz``; the plain name where neither exists."""
+    plain = corpus / f"{split}.jsonl"
+    packed = corpus / f"{split}.jsonl.xz"
+    return packed if packed.is_file() and not plain.is_file() else plain
+
+
 def iter_documents(path: Path) -> Iterator[dict]:
-    """Yield ``{"package", "path", "text"}`` dicts from a ``train.jsonl`` / ``valid.jsonl``."""
-    with open(path, encoding="utf-8") as fh:
+    """Yield ``{"package", "path", "text"}`` dicts from a ``train.jsonl`` / ``valid.jsonl`` (or its
+    ``.xz``-compressed form)."""
+    opener = lzma.open if path.suffix == ".xz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
                 yield json.loads(line)

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from infill.errors import InputError
+from infill.model import shards
 from infill.model.hf import int8
 
 # GGUF tensor names (llama.cpp) -> Hugging Face Llama names.
@@ -119,24 +120,9 @@ def build_tokenizer(tokens: list[str], merges: list[str], types: list[int]):
     return tok
 
 
-def shards(state: dict[str, torch.Tensor], limit: int) -> list[dict[str, torch.Tensor]]:
-    """The tensors in file order, cut into groups of at most ``limit`` bytes each."""
-    out, size = [{}], 0
-    for name, t in state.items():
-        n = t.numel() * t.element_size()
-        if out[-1] and size + n > limit:
-            out.append({})
-            size = 0
-        out[-1][name] = t
-        size += n
-    return out
-
-
 def convert(src: Path, out: Path, *, name: str, languages: list[str], context_tokens: int, shard_mib: int,
             source_note: str = "") -> dict:
     """Write the model directory ``out`` from GGUF file ``src``; returns its config."""
-    from safetensors.torch import save_file
-
     meta, tensors, tokens, merges, types, kinds = read(src)
     tok = build_tokenizer(tokens, merges, types)
     specials = {t: i for i, t in enumerate(tokens) if types[i] == 3}
@@ -152,16 +138,7 @@ def convert(src: Path, out: Path, *, name: str, languages: list[str], context_to
             state[key], state[key + int8.SCALE_SUFFIX] = q, scale.to(torch.bfloat16)
         else:
             state[key] = t.to(torch.bfloat16)
-    out.mkdir(parents=True, exist_ok=True)
-    groups = shards(state, shard_mib << 20)
-    weight_map = {}
-    for k, group in enumerate(groups, 1):
-        file = f"model-{k:05d}-of-{len(groups):05d}.safetensors"
-        save_file(group, str(out / file), metadata={"format": "pt"})
-        weight_map.update({n: file for n in group})
-    total = sum(t.numel() * t.element_size() for t in state.values())
-    (out / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": total},
-                                                                  "weight_map": weight_map}, indent=1) + "\n")
+    shards.write(state, out, shard_mib << 20)
     tok.save(str(out / "tokenizer.json"))
     config = {
         "architectures": ["LlamaForCausalLM"], "model_type": "llama", "name": name, "languages": languages,

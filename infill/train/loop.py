@@ -1,4 +1,5 @@
-"""`infill train`: reproduce the default model end to end (corpus, tokenizer, training, export).
+"""`infill train`: train a diffusion network of our own end to end (corpus, tokenizer, training,
+export). The default model is not trained here: it is imported (infill/train/import_gguf.py).
 
 Stages, each skipped when its output already exists in the run directory:
   1. corpus     Python source of the installed packages (corpus.py) -> RUN/corpus/
@@ -6,9 +7,10 @@ Stages, each skipped when its output already exists in the run directory:
   3. train      the diffusion objective (objective.py), AdamW with warmup-stable-decay;
                 bf16 + torch.compile on CUDA, bf16 autocast on CPUs with native bf16 (else fp32);
                 checkpoints every --ckpt-every
-                steps in RUN/checkpoint/ (safetensors + JSON, no pickles), resumable
-  4. export     RUN/model/: config.json (with training facts), model.safetensors,
-                tokenizer.json, and loss.png
+                steps in RUN/checkpoint/ (safetensors + JSON, no pickles, files of at most --shard-mib),
+                resumable; --weights-only keeps bf16 weights alone (small enough to commit)
+  4. export     RUN/model/: config.json (with training facts), the weights (in files of at
+                most --shard-mib), tokenizer.json, and loss.png
 
 Runs deterministically for a seed: the data of step k is drawn from Random(seed, k), so a
 resumed run sees the same rows as an uninterrupted one. Not here: the objective's math
@@ -23,6 +25,7 @@ import logging
 import math
 import platform
 import random
+import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -30,8 +33,9 @@ from pathlib import Path
 import torch
 
 from infill.train import model_card
-from infill.train.corpus import CorpusConfig, build_corpus, iter_documents
+from infill.train.corpus import CorpusConfig, build_corpus, iter_documents, split_file
 from infill.errors import InputError, ModelLoadError
+from infill.model import shards
 from infill.model.network import DiffusionLM, ModelConfig, load_model, read_config, save_model
 from infill.train.objective import ObjectiveConfig, collate, diffusion_loss, make_row
 from infill.model.tokenizer import Tokenizer, train_tokenizer
@@ -39,10 +43,12 @@ from infill.model.tokenizer import Tokenizer, train_tokenizer
 log = logging.getLogger(__name__)
 
 PRESETS = {
-    # name: (model sizes, objective sizes, batch size, steps)
-    "tiny": (dict(d_model=32, n_layers=2, n_heads=2, d_ff=64, max_context=128), dict(seq_len=128, max_window=32), 4, 20),
-    "cpu": (dict(d_model=256, n_layers=4, n_heads=4, d_ff=704, max_context=384), dict(seq_len=384), 16, 100_000),
-    "gpu": (dict(d_model=512, n_layers=8, n_heads=8, d_ff=1408, max_context=1024), dict(seq_len=1024), 64, 20000),
+    # name: (model sizes, objective sizes, batch size, steps, checkpoints)
+    "tiny": (dict(d_model=32, n_layers=2, n_heads=2, d_ff=64, max_context=128), dict(seq_len=128, max_window=32), 4, 20, {}),
+    "cpu": (dict(d_model=256, n_layers=4, n_heads=4, d_ff=704, max_context=384), dict(seq_len=384), 16, 100_000, {}),
+    # A lent GPU takes at most 64 MiB each way: a packed corpus of at most 48 MiB in, weights in 16 MiB files out.
+    "gpu": (dict(d_model=512, n_layers=8, n_heads=8, d_ff=1408, max_context=1024), dict(seq_len=1024), 64, 20000,
+            dict(weights_only=True, shard_mib=16.0)),
 }
 
 
@@ -73,6 +79,8 @@ class TrainConfig:
     precision: str = "auto"  # auto | fp32 | bf16 (autocast; auto = bf16 where it is native, as the engine picks)
     max_doc_chars: int = 20_000  # a file's sampling weight is its length, capped here
     init_from: Path | None = None  # start from this exported model's weights (fresh optimizer and schedule)
+    shard_mib: float = 16.0  # checkpoint and exported weights in files of at most this many MiB of tensors
+    weights_only: bool = False  # checkpoints hold bf16 weights alone (small enough to commit); a resume warms up again
 
 
 def progress(step: int, seconds: float, cfg: TrainConfig) -> float:
@@ -83,10 +91,11 @@ def progress(step: int, seconds: float, cfg: TrainConfig) -> float:
     return max(by_steps, seconds / (cfg.max_minutes * 60))
 
 
-def lr_at(step: int, done: float, cfg: TrainConfig) -> float:
-    """Warmup (steps), constant, then a linear decay to min_lr_ratio over the last decay_fraction."""
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
+def lr_at(step: int, done: float, cfg: TrainConfig, since: int = 0) -> float:
+    """Warmup (steps from ``since``: a run resumed without its optimizer's moments warms up
+    again), constant, then a linear decay to min_lr_ratio over the last decay_fraction."""
+    if step - since < cfg.warmup:
+        return cfg.lr * (step - since + 1) / cfg.warmup
     frac = min(1.0, max(0.0, (done - (1 - cfg.decay_fraction)) / cfg.decay_fraction))
     return cfg.lr * (1 - frac * (1 - cfg.min_lr_ratio))
 
@@ -126,49 +135,52 @@ def draw_batch(docs: Documents, tok: Tokenizer, cfg: TrainConfig, rng: random.Ra
 
 
 # ----------------------------------------------------------------------------------------------
-# Checkpoints: weights and optimizer moments in safetensors, the rest in JSON.
+# Checkpoints: weights (and optimizer moments, unless weights only) in safetensors shards, the rest in JSON.
 
 
-def save_checkpoint(directory: Path, model: DiffusionLM, opt: torch.optim.Optimizer, state: dict) -> None:
-    from safetensors.torch import save_file
-
+def save_checkpoint(directory: Path, model: DiffusionLM, opt: torch.optim.Optimizer, state: dict, cfg: TrainConfig) -> None:
+    """The run's state in ``directory``, replaced whole (written beside it, then renamed): the
+    weights in files of at most ``cfg.shard_mib`` MiB, in bf16 where ``cfg.weights_only`` (then
+    without the optimizer's moments), and state.json."""
+    limit = int(cfg.shard_mib * (1 << 20))
     tmp = directory.with_name(directory.name + ".tmp")
-    tmp.mkdir(parents=True, exist_ok=True)
-    save_model(model, tmp)
-    moments = {}
-    for i, st in opt.state_dict()["state"].items():
-        for k, v in st.items():
-            moments[f"{i}.{k}"] = v.detach().to("cpu").contiguous().reshape(v.shape)
-    save_file(moments, str(tmp / "optimizer.safetensors"))
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    save_model(model, tmp, shard_bytes=limit, dtype=torch.bfloat16 if cfg.weights_only else None)
+    if not cfg.weights_only:
+        moments = {f"{i}.{k}": v.detach().to("cpu").contiguous().reshape(v.shape)
+                   for i, st in opt.state_dict()["state"].items() for k, v in st.items()}
+        shards.write(moments, tmp / "optimizer", limit)
     (tmp / "state.json").write_text(json.dumps(state, indent=1))
     if directory.exists():
         old = directory.with_name(directory.name + ".old")
         directory.rename(old)
         tmp.rename(directory)
-        for f in old.iterdir():
-            f.unlink()
-        old.rmdir()
+        shutil.rmtree(old)
     else:
         tmp.rename(directory)
 
 
 def load_checkpoint(directory: Path, model: DiffusionLM, opt: torch.optim.Optimizer, device) -> dict:
-    from safetensors.torch import load_file
-
+    """The state a checkpoint holds, its weights loaded into ``model`` and, where it has them, its
+    moments into ``opt``; without them (weights only) ``warm_from`` is the step it resumes at."""
     cfg, _ = read_config(directory)
     if cfg != model.cfg:
         raise ModelLoadError(f"{directory}: checkpoint is of another architecture ({cfg} != {model.cfg})")
     trained = load_model(directory, device=str(device))
     model.load_state_dict(trained.state_dict())
-    moments = load_file(str(directory / "optimizer.safetensors"))
+    state = json.loads((directory / "state.json").read_text())
+    if not (directory / "optimizer").is_dir():
+        state["warm_from"] = state["step"]
+        return state
     sd = opt.state_dict()
-    state: dict = {}
-    for key, v in moments.items():
+    moments: dict = {}
+    for key, v in shards.read(directory / "optimizer").items():
         i, name = key.split(".", 1)
-        state.setdefault(int(i), {})[name] = v.to(device) if name != "step" else v
-    sd["state"] = state
+        moments.setdefault(int(i), {})[name] = v.to(device) if name != "step" else v
+    sd["state"] = moments
     opt.load_state_dict(sd)
-    return json.loads((directory / "state.json").read_text())
+    return state
 
 
 def init_weights(model: DiffusionLM, source: Path, device) -> dict:
@@ -192,7 +204,7 @@ def init_weights(model: DiffusionLM, source: Path, device) -> dict:
 
 def ensure_corpus(cfg: TrainConfig) -> Path:
     corpus = cfg.corpus_dir or cfg.run_dir / "corpus"
-    if not (corpus / "train.jsonl").is_file():
+    if not split_file(corpus, "train").is_file():
         log.info("building the corpus in %s", corpus)
         build_corpus(CorpusConfig(seed=cfg.seed), corpus)
     return corpus
@@ -208,7 +220,7 @@ def ensure_tokenizer(cfg: TrainConfig, corpus: Path) -> Tokenizer:
     log.info("training a %d-token BPE tokenizer", cfg.vocab_size)
     rng = random.Random(cfg.seed)
     texts, total = [], 0
-    docs = [d["text"] for d in iter_documents(corpus / "train.jsonl")]
+    docs = [d["text"] for d in iter_documents(split_file(corpus, "train"))]
     rng.shuffle(docs)
     for t in docs:
         if total >= cfg.tokenizer_sample_bytes:
@@ -273,8 +285,8 @@ def train(cfg: TrainConfig) -> Path:
     elif cfg.init_from is not None:
         state["init_from"] = init_weights(model, cfg.init_from, device)
         log.info("initialised from %s", cfg.init_from)
-    train_docs = Documents(corpus / "train.jsonl", cfg.max_doc_chars)
-    valid_docs = Documents(corpus / "valid.jsonl", cfg.max_doc_chars)
+    train_docs = Documents(split_file(corpus, "train"), cfg.max_doc_chars)
+    valid_docs = Documents(split_file(corpus, "valid"), cfg.max_doc_chars)
     valid = [draw_batch(valid_docs, tok, cfg, random.Random(10_000 + i)) for i in range(cfg.eval_batches)]
     def step_fn(model, batch):
         return diffusion_loss(model, batch, cfg.objective.context_weight, cfg.objective.context_stride)
@@ -292,7 +304,7 @@ def train(cfg: TrainConfig) -> Path:
         done = progress(step, state["train_seconds"], cfg)
         batch = _to(draw_batch(train_docs, tok, cfg, random.Random(cfg.seed * 1_000_003 + step)), device)
         for g in opt.param_groups:
-            g["lr"] = lr_at(step, done, cfg)
+            g["lr"] = lr_at(step, done, cfg, state.get("warm_from", 0))
         with autocast:
             loss = step_fn(model, batch)
         opt.zero_grad(set_to_none=True)
@@ -314,7 +326,7 @@ def train(cfg: TrainConfig) -> Path:
                      f"valid {record['valid_loss']:.4f}" if "valid_loss" in record else "", record["lr"], rate)
         state["history"].append(record)
         if (step + 1) % cfg.ckpt_every == 0 or finished:
-            save_checkpoint(ckpt, model, opt, state)
+            save_checkpoint(ckpt, model, opt, state, cfg)
     return export(cfg, model, tok, state, corpus, device)
 
 
@@ -339,7 +351,7 @@ def export(cfg: TrainConfig, model: DiffusionLM, tok: Tokenizer, state: dict, co
             "init_from": state.get("init_from"),
         },
     }
-    save_model(model, out, extra=facts)
+    save_model(model, out, extra=facts, shard_bytes=int(cfg.shard_mib * (1 << 20)))
     tok.save(out / "tokenizer.json")
     (cfg.run_dir / "history.json").write_text(json.dumps(state["history"]))
     model_card.plot_losses(model_card.run_chain(state.get("init_from"), state["history"], cfg.run_dir), out / "loss.png")
@@ -355,7 +367,8 @@ def export(cfg: TrainConfig, model: DiffusionLM, tok: Tokenizer, state: dict, co
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-dir", type=Path, default=Path("runs/default"), help="where every stage writes (default: runs/default)")
     p.add_argument("--preset", choices=sorted(PRESETS), default="cpu", help="model and batch sizes (tiny: a smoke test)")
-    p.add_argument("--corpus", type=Path, help="use an existing corpus directory (train.jsonl, valid.jsonl)")
+    p.add_argument("--corpus", type=Path, help="use an existing corpus directory (train.jsonl, valid.jsonl, or packed: "
+                   "their .xz forms, infill corpus pack)")
     p.add_argument("--tokenizer", type=Path, help="use an existing tokenizer.json")
     p.add_argument("--vocab-size", type=int, default=8192)
     p.add_argument("--steps", type=int, help="training steps (default: the preset's)")
@@ -371,10 +384,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--init-from", type=Path, help="continue training an exported model (its weights; a fresh optimizer and schedule)")
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--ckpt-every", type=int, default=250)
+    p.add_argument("--shard-mib", type=float, help="checkpoint and exported weights in files of at most this many MiB "
+                   "(default: the preset's; 16)")
+    p.add_argument("--weights-only", action=argparse.BooleanOptionalAction, default=None,
+                   help="checkpoints hold bf16 weights alone, small enough to commit; a resumed run warms its "
+                   "learning rate up again (default: the preset's; the gpu preset's are)")
 
 
 def config_from_args(a: argparse.Namespace) -> TrainConfig:
-    msizes, osizes, batch, steps = PRESETS[a.preset]
+    msizes, osizes, batch, steps, ckpt = PRESETS[a.preset]
     objective = replace(ObjectiveConfig(**osizes), context_stride=max(1, a.context_stride),
                         **({"seq_len": a.seq_len} if a.seq_len else {}))
     return TrainConfig(
@@ -383,6 +401,8 @@ def config_from_args(a: argparse.Namespace) -> TrainConfig:
         steps=a.steps or steps, lr=a.lr, seed=a.seed, device=a.device, max_minutes=a.max_minutes, precision=a.precision,
         eval_every=a.eval_every, ckpt_every=a.ckpt_every, init_from=a.init_from,
         warmup=min(100, max(1, (a.steps or steps) // 10)),
+        shard_mib=a.shard_mib or ckpt.get("shard_mib", TrainConfig.shard_mib),
+        weights_only=a.weights_only if a.weights_only is not None else ckpt.get("weights_only", False),
     )
 
 

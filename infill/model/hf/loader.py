@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 
 from infill.errors import ModelLoadError
+from infill.model import shards
 from infill.model.hf import attention, families, int8, placement
 from infill.model.hf.families import Family
 from infill.model.hf.tokenizer import HFTokenizer, load_hf_tokenizer, special_token_names
@@ -43,31 +44,8 @@ def _id_or_none(value):
 
 
 def weight_files(directory: Path) -> dict[str, Path]:
-    """Tensor name -> file, from the index (every shard it names must exist) or model.safetensors."""
-    index = directory / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            weight_map = json.loads(index.read_text())["weight_map"]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise ModelLoadError(f"{index}: unreadable index ({e})") from None
-        shards = sorted(set(weight_map.values()))
-        missing = [s for s in shards if not (directory / s).is_file()]
-        if missing:
-            raise ModelLoadError(f"{directory}: missing weight shard {missing[0]} (of {len(shards)} named in "
-                                 "model.safetensors.index.json)")
-        return {name: directory / shard for name, shard in weight_map.items()}
-    single = directory / "model.safetensors"
-    if single.is_file():
-        from safetensors import safe_open
-
-        try:
-            with safe_open(str(single), "pt") as f:
-                return {name: single for name in f.keys()}
-        except Exception as e:
-            raise ModelLoadError(f"{single}: corrupt weights ({e})") from None
-    if any(directory.glob("*.bin")) or any(directory.glob("*.pt")):
-        raise ModelLoadError(f"{directory}: only pickled weights (.bin/.pt); convert them to safetensors first")
-    raise ModelLoadError(f"{directory}: no model.safetensors or model.safetensors.index.json")
+    """Tensor name -> file (infill/model/shards.py: the index's shards or model.safetensors)."""
+    return shards.files(directory)
 
 
 def detect(directory: Path, data: dict, tok: HFTokenizer | None = None) -> Family:
