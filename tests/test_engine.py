@@ -311,6 +311,24 @@ def test_an_invalid_constrained_fill_is_retried_left_to_right_as_a_headers_head(
     assert r.fills[0].text == "    for x in xs:\n" and r.fills[0].valid is True and r.timings.rounds == 2
 
 
+def test_a_fill_that_dedents_out_of_the_indentation_before_the_hole_is_not_passed_off_as_valid(tiny_engine, monkeypatch):
+    # The hole comes after a method's indentation (the engine fills it from the line's start): a
+    # fill whose first line sits at the class's level parses there, but inserted after the user's
+    # indentation (its body then as deep as its header) it would not; it is invalid, both rounds,
+    # and a cursor completion says nothing.
+    text = "class A:\n    def f(self):\n        return 1\n        \n    def g(self):\n        return 2\n"
+    at = text.index("        \n") + 8
+    dedented, kept = "    def h(self):\n        return 3\n", "        x = 1\n"
+    rounds = _scripted_rounds(monkeypatch, [dedented] * 4 + [kept])
+    r = tiny_engine.fill(FillRequest(text=text, holes=[Hole(at, at, 12)], language="python"))
+    assert r.fills[0].text == "" and r.timings.rounds == 2
+    r = tiny_engine.fill(FillRequest(text=text, holes=[Hole(at, at, 12, min_tokens=1)], language="python"))
+    assert r.fills[0].valid is False  # a hole that must be filled: the fill, marked invalid
+    r = tiny_engine.fill(FillRequest(text=text, holes=[Hole(at, at, 12)], language="python"))
+    assert len(rounds) == 5
+    assert r.fills[0].text == "x = 1" and r.fills[0].valid is True
+
+
 def test_a_retry_that_finds_nothing_valid_keeps_the_first_rounds_fill(tiny_engine, monkeypatch):
     rounds = _scripted_rounds(monkeypatch, ["    t = 1", "    t = 2"])
     r = tiny_engine.fill(FillRequest(text=BODY_AFTER, holes=[Hole(21, 22, 12, min_tokens=1)], language="python"))

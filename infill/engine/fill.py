@@ -569,7 +569,7 @@ class Engine:
             fills, score, filled = self.decode_row(ids[r], logprob[r], hole[r], prepared[rows[r]].heals)
             fills = self.keep_ends(fills, r, ends)
             ran_out = [bool((ids[r][hole[r] == h] != pad_id).all()) for h in range(len(fills))]
-            finisher.take(r, rows[r], prepared[rows[r]].request, fills, score, filled, ran_out)
+            finisher.take(r, rows[r], prepared[rows[r]].request, fills, score, filled, ran_out, prepared[rows[r]].indents)
         t0 = time.perf_counter()
         picked = [self.pick(finisher, ri, p) for ri, p in enumerate(prepared)]
         rank_ms = (time.perf_counter() - t0) * 1000

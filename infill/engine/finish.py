@@ -37,6 +37,16 @@ def drop_indent(fill: str, indent: str) -> str:
     return fill[len(indent) :] if fill.startswith(indent) else fill.lstrip(" \t")
 
 
+def keep_indent(fill: str, indent: str) -> str:
+    """``fill``, made from a line's start, as it is inserted after the ``indent`` its hole came
+    after: a first line with code and less indentation than that gets it (:func:`drop_indent`
+    takes it off again); any other fill as it is."""
+    first = fill.split("\n", 1)[0]
+    if not indent or not first.strip() or first.startswith(indent):
+        return fill
+    return indent + fill.lstrip(" \t")
+
+
 def join_line_break(fill: str, after: str) -> str:
     """Drop a fill's final line break where the text after the hole breaks the line itself.
 
@@ -141,10 +151,19 @@ class Finisher:
         self._best: dict[int, tuple[tuple[bool, bool, bool, float], list[Fill], int]] = {}
         self._all: dict[int, list[tuple[tuple[bool, bool, bool, float], list[Fill], int]]] = {}
 
-    def take(self, r: int, ri: int, request: FillRequest, fills: list[Fill], score: float, filled: int, ran_out: list[bool]) -> None:
+    def take(self, r: int, ri: int, request: FillRequest, fills: list[Fill], score: float, filled: int, ran_out: list[bool],
+             indents: list[str] | None = None) -> None:
         """Finish row r's ``fills`` (:meth:`finish_row`), a candidate of request ``ri`` with mean
-        log-probability ``score`` and ``filled`` tokens, and keep it where it ranks best so far."""
+        log-probability ``score`` and ``filled`` tokens, and keep it where it ranks best so far.
+        ``indents``: the indentation the engine moved into each hole (engine.fill.line_start_holes);
+        a fill whose first line has less of it is judged again as the user's hole, after that
+        indentation, would take it (:func:`keep_indent`: a dedented Python line may no longer parse)."""
         fills = self.finish_row(r, request, fills, ran_out)
+        if indents and any(keep_indent(f.text, ind) != f.text for f, ind in zip(fills, indents)):
+            fills = [msgspec.structs.replace(f, text=keep_indent(f.text, ind)) for f, ind in zip(fills, indents)]
+            if self.syntax is not None and self.syntax.checked(r):
+                valid = self.syntax.judge(r, [f.text for f in fills])
+                fills = [msgspec.structs.replace(f, valid=valid) for f in fills]
         key = (*self.rank_of(r, fills), score)
         self._all.setdefault(ri, []).append((key, fills, filled))
         if ri not in self._best or key > self._best[ri][0]:

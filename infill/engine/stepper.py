@@ -323,7 +323,7 @@ class Stepper:
             fills, score, filled = engine.decode_row(ids[r], logprob[r], hole[r], p.heals)
             fills = engine.keep_ends(fills, r, slot.ends)
             ran_out = [bool((ids[r][hole[r] == h] != pad_id).all()) for h in range(len(fills))]
-            finisher.take(r, 0, p.request, fills, score, filled, ran_out)
+            finisher.take(r, 0, p.request, fills, score, filled, ran_out, p.indents)
         t0 = time.perf_counter()
         fills, filled = engine.pick(finisher, 0, p)
         rank_ms = (time.perf_counter() - t0) * 1000
