@@ -4,6 +4,9 @@
 #   speed: their speed (infill/bench/hf_speed.py), 0.5B and 7B shapes, random weights
 #   probe: where a step's time goes (bench/gpu/forward_probe.py)
 #   graphs: CUDA graphs on against off (infill/model/hf/graphs.py), 0.5B grid and 7B single stream
+#   train: the gpu recipe on the packed corpus in $PACKED (default packed/, infill corpus pack), for
+#          $MINUTES (default 7), resuming from $RUN (default bench/gpu/run, committed between leases);
+#          its checkpoint (bf16 weights in 16 MiB files) and export go to $OUT/run
 # Usage: bench/gpu/run.sh [STAGE...] (default: tests speed). Wheels for what the machine lacks travel
 # in .whl (bench/gpu/README.md); results go to $OUT.
 set -u
@@ -37,4 +40,10 @@ STAGES=" ${*:-tests speed} "
     --window 32 --steps 4 --modes exact approximate approximate-steps --keystrokes 10 --repeats 2 \
     --out $OUT/hf_speed_cuda_${shape}_keystrokes.json 2>&1 | grep -v '^{' | tee -a $OUT/log.txt
 done
+[[ $STAGES == *" train "* ]] && {
+  RUN=${RUN:-$REPO/bench/gpu/run}; mkdir -p "$OUT/run"; [ -d "$RUN/checkpoint" ] && cp -r "$RUN/checkpoint" "$RUN/tokenizer.json" "$OUT/run/"
+  timeout $(( ${MINUTES:-7} * 60 + 120 )) python3 -m infill.cli train --preset gpu --corpus "${PACKED:-$REPO/packed}" \
+    --max-minutes ${MINUTES:-7} --run-dir "$OUT/run" 2>&1 | tail -40 | tee $OUT/train.txt
+  rm -rf "$OUT/run/model"  # over the way back's 64 MiB beside the checkpoint; `infill train` with the same
+}                          # arguments exports it again from the checkpoint here
 ls -la $OUT

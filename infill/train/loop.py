@@ -351,7 +351,8 @@ def export(cfg: TrainConfig, model: DiffusionLM, tok: Tokenizer, state: dict, co
             "init_from": state.get("init_from"),
         },
     }
-    save_model(model, out, extra=facts, shard_bytes=int(cfg.shard_mib * (1 << 20)))
+    save_model(model, out, extra=facts, shard_bytes=int(cfg.shard_mib * (1 << 20)),
+               dtype=torch.bfloat16 if cfg.weights_only else None)
     tok.save(out / "tokenizer.json")
     (cfg.run_dir / "history.json").write_text(json.dumps(state["history"]))
     model_card.plot_losses(model_card.run_chain(state.get("init_from"), state["history"], cfg.run_dir), out / "loss.png")
