@@ -771,17 +771,23 @@ class Engine:
         (a class's body filled with a ``def`` header that no line may follow). ``p`` elsewhere."""
         if not self.model.capabilities.left_to_right or len(p.request.holes) != 1 or first.fills[0].valid is not False:
             return p
-        toks = self.tokenizer.encode(p.heals[0].decode("utf-8", "replace") + p.indents[0] + first.fills[0].text)
+        ban = self.first_token(p, first.fills[0].text)
+        return replace(p, bans=[ban]) if ban is not None else p
+
+    def first_token(self, p: _Prepared, fill: str) -> tuple[int, int] | None:
+        """(slot, token): where ``fill`` (a fill of p's one hole, as its result has it) puts its
+        first token after p's lead, and that token; None where it has none there."""
+        toks = self.tokenizer.encode(p.heals[0].decode("utf-8", "replace") + p.indents[0] + fill)
         lead = p.leads[0]
         if len(toks) <= len(lead) or toks[: len(lead)] != lead or len(lead) >= p.windows[0]:
-            return p
-        return replace(p, bans=[(len(lead), toks[len(lead)])])
+            return None
+        return len(lead), toks[len(lead)]
 
     def echo_round(self, prepared: list[_Prepared], results: list[FillResult], members: list[int], cancel) -> None:
         """Branch the ranked fills that only echo the line after the hole (echo_branches) or leave
         the document broken where the line could go on to mend it (mend_branch), and keep, of the
         first fill and the branches', the best as Engine.pick ranks them."""
-        branches = {i: self.echo_branches(prepared[i], results[i]) or self.mend_branch(prepared[i], results[i]) for i in members}
+        branches = {i: self.echo_branches(prepared[i], results[i]) + self.mend_branch(prepared[i], results[i]) for i in members}
         branches = {i: b for i, b in branches.items() if b}
         if not branches or (cancel is not None and cancel.is_set()):
             return
@@ -835,10 +841,12 @@ class Engine:
         """Where a ranked request's one hole got a valid fill that leaves its document broken where
         the text after the hole closes brackets nothing before it opens (syntax.constraint.mendable:
         a hole cut where a block's opening line stood leaves that block's closer stray, and the fill
-        ended its line without opening it: ``}`` + nothing, where `` else {`` stood), one greedy
-        fill that commits the fill's first line and mends (Shape.mends: it may not break that line
-        or end before it opens what the text after it closes, and where the model would, it writes
-        the opener; the finisher cuts it back to where it mends the document, Finisher._cut_to_mend).
+        ended its line without opening it: ``}`` + nothing, where `` else {`` stood), greedy fills
+        that mend (Shape.mends: they may not break their first line or end before it opens what
+        the text after it closes, and where the model would, it writes the opener; the finisher
+        cuts them back to where they mend the document, Finisher._cut_to_mend): one that commits
+        the fill's first line, and one that writes a first line of its own, not started with the
+        fill's first token (a fill that began a comment or a statement that no opener can follow).
         None elsewhere."""
         req = p.request
         if p.shape.opener or not req.options.constrained or not self.ranks_one_hole(req):
@@ -848,10 +856,15 @@ class Engine:
             return []
         line = fill.text.split("\n", 1)[0]
         lead = p.leads[0]
-        leads = self.tokenizer.encode(p.heals[0].decode("utf-8", "replace") + p.indents[0] + line) if line.strip() else list(lead)
+        mends = replace(p.shape, mends=True)
+        if not line.strip():
+            return [self.branch(p, list(lead), None, mends)]
+        # and a line of its own, not started as the fill's (which may be a comment, an assignment)
+        fresh = [self.branch(p, list(lead), ban, mends) for ban in [self.first_token(p, fill.text)] if ban is not None]
+        leads = self.tokenizer.encode(p.heals[0].decode("utf-8", "replace") + p.indents[0] + line)
         if leads[: len(lead)] != lead or len(leads) + 1 >= p.windows[0]:
-            return []
-        return [self.branch(p, leads, None, replace(p.shape, mends=True))]
+            return fresh
+        return [self.branch(p, leads, None, mends), *fresh]
 
     def ranks_one_hole(self, request: FillRequest) -> bool:
         """Is ``request`` one hole whose candidates Engine.pick ranks by the text after it?"""

@@ -1146,9 +1146,11 @@ def test_a_ranked_fill_that_leaves_its_document_broken_branches_into_one_that_me
     def result(fill):
         return FillResult([Fill(text=fill, score=-1.0, valid=True)], Timings(), "m")
 
-    (b,) = engine.mend_branch(p, result(" else"))  # valid, but the stray '}' stays: the line goes on from it
+    b, fresh = engine.mend_branch(p, result(" else"))  # valid, but the stray '}' stays: the line goes on from it
     assert tok.decode(b.leads[0]) == p.heals[0].decode() + " else" and b.bans == [None]
     assert b.shape.mends and not p.shape.mends  # it may not end or break its line before it opens the block again
+    # and a line of its own that may not start as " else" did (its first token is banned)
+    assert fresh.leads == p.leads and fresh.shape.mends and fresh.bans == [engine.first_token(p, " else")] != [None]
     assert b.request.options.candidates == 1
     assert engine.mend_branch(p, result(" else {")) == []  # it mends the document: nothing to branch
     assert engine.mend_branch(p, FillResult([Fill(text=")", score=-1.0, valid=False)], Timings(), "m")) == []
