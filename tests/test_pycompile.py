@@ -73,6 +73,27 @@ def test_a_header_whose_body_is_the_hole_is_judged_across_blank_lines(fill, ok):
     assert d.valid([fill.encode()]) is ok
 
 
+@pytest.mark.parametrize(
+    "fill, ok",
+    [
+        ("        for j in range(2, n):\n", True),
+        ("        x = 1\n", False),  # the body left behind is an unexpected indent after it
+    ],
+)
+def test_a_body_left_behind_whose_dedent_fails_lines_later_is_the_holes_business(fill, ok):
+    # CPython finds the cut's error at `return True`, three lines on: the body the hole's header
+    # took, all deeper than the line before the hole.
+    d = marked("def f(n):\n    def is_prime(n):\n|            if n % j == 0:\n                return False\n"
+               "        return True\n    return is_prime(n)\n")
+    assert d.strict.enabled
+    assert d.valid([fill.encode()]) is ok
+
+
+def test_an_indentation_error_away_from_the_block_after_the_hole_is_not_the_holes():
+    d = marked("def f(n):\n    x = 1\n|\n    y = 2\n    if y:\n            a = 1\n          b = 2\n")
+    assert d.strict is not None and not d.strict.enabled
+
+
 def test_only_the_top_level_statements_around_the_holes_are_compiled():
     doc = "def f(x):\n    y = \n    return y\n\n\ndef g(:\n    pass\n"
     at = doc.index("y = ") + 4

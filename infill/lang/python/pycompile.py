@@ -30,7 +30,7 @@ import tokenize
 import warnings
 from dataclasses import dataclass
 
-from infill.text.textpos import blank_around, line_end, line_start, str_to_byte
+from infill.text.textpos import blank_around, indent_width, line_end, line_start, str_to_byte
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,8 @@ class StrictCheck:
         statement), or is it a bracket before the hole that is never closed?"""
         if "was never closed" in err.message and any(err.start <= a for a, _ in self.spans):
             return True  # a bracket open at a hole: the fill may close it
+        if err.message.startswith(("IndentationError", "TabError")) and any(_left_behind(data, a, b, err.start) for a, b in self.spans):
+            return True  # a body the hole's cut left behind, whose dedent CPython finds some lines on
         for a, b in self.spans:
             lo, blank_end = blank_around(data, a, b)
             lo = min(line_start(data, a), lo)
@@ -107,6 +109,20 @@ class StrictCheck:
     def error(self, filled: bytes) -> CompileError | None:
         """The first compile error of the filled region, if any (None also when not enabled)."""
         return first_error(filled) if self.enabled else None
+
+
+def _left_behind(data: bytes, start: int, end: int, at: int) -> bool:
+    """Does byte ``at`` lie in the lines right after a hole (bytes ``start`` to ``end``) that are all,
+    its own line included, indented deeper than the last line of code before the hole: the body of
+    a block whose header the hole took, left behind?"""
+    if at < end:
+        return False
+    before = [line for line in data[: line_start(data, start)].split(b"\n") if line.strip()]
+    if not before:
+        return False
+    floor = indent_width(before[-1])
+    lines = data[line_start(data, end) : line_end(data, at)].split(b"\n")
+    return all(indent_width(line) > floor for line in lines if line.strip())
 
 
 # An ended line in the REPL's mode: a block header reads as "incomplete input". A cut-off line is
