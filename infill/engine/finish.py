@@ -159,8 +159,9 @@ class Finisher:
         a fill whose first line has less of it is judged again as the user's hole, after that
         indentation, would take it (:func:`keep_indent`: a dedented Python line may no longer parse)."""
         fills = self.finish_row(r, request, fills, ran_out)
-        if indents and any(keep_indent(f.text, ind) != f.text for f, ind in zip(fills, indents)):
-            fills = [msgspec.structs.replace(f, text=keep_indent(f.text, ind)) for f, ind in zip(fills, indents)]
+        kept = [keep_indent(f.text, ind) for f, ind in zip(fills, indents or [])]
+        if any(k != f.text for k, f in zip(kept, fills)):
+            fills = [msgspec.structs.replace(f, text=k) for f, k in zip(fills, kept)]
             if self.syntax is not None and self.syntax.checked(r):
                 valid = self.syntax.judge(r, [f.text for f in fills])
                 fills = [msgspec.structs.replace(f, valid=valid) for f in fills]

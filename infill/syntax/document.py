@@ -348,15 +348,12 @@ def _owed(data: bytes, opened: list[int], closer) -> int:
     if lead.strip():
         return 0
     width, k = indent_width(lead), 0
-    while k < len(opened) and indent_width(_indentation(data, opened[len(opened) - 1 - k])) > width:
+    while k < len(opened):
+        at = opened[len(opened) - 1 - k]
+        if indent_width(data[line_start(data, at) : line_end(data, at)]) <= width:
+            break
         k += 1
     return k
-
-
-def _indentation(data: bytes, at: int) -> bytes:
-    """The leading whitespace of the line that holds byte ``at``."""
-    line = data[line_start(data, at) : line_end(data, at)]
-    return line[: len(line) - len(line.lstrip())]
 
 
 def openers_needed(doc: Document) -> str:

@@ -494,11 +494,15 @@ def split_file(corpus: Path, split: str) -> Path:
     return packed if packed.is_file() and not plain.is_file() else plain
 
 
+def open_split(path: Path, mode: str = "rb", **kw):
+    """A split's file opened as it is stored: xz-compressed where its name ends in ``.xz``."""
+    return (lzma.open if path.suffix == ".xz" else open)(path, mode, **kw)
+
+
 def iter_documents(path: Path) -> Iterator[dict]:
     """Yield ``{"package", "path", "text"}`` dicts from a ``train.jsonl`` / ``valid.jsonl`` (or its
     ``.xz``-compressed form)."""
-    opener = lzma.open if path.suffix == ".xz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
+    with open_split(path, "rt", encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
                 yield json.loads(line)

@@ -19,15 +19,14 @@ import random
 from pathlib import Path
 
 from infill.errors import InputError
-from infill.train.corpus import split_file
+from infill.train.corpus import open_split, split_file
 
 CHUNK_BYTES = 4 << 20  # text per xz stream: the packed size is checked stream by stream
 FACTS_RESERVE = 2048  # bytes kept back for what the manifest says of the packing
 
 
 def _lines(path: Path) -> list[bytes]:
-    opener = lzma.open if path.suffix == ".xz" else open
-    with opener(path, "rb") as fh:
+    with open_split(path) as fh:
         return [line if line.endswith(b"\n") else line + b"\n" for line in fh if line.strip()]
 
 

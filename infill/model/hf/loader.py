@@ -20,7 +20,6 @@ model's vocabulary (a vocabulary padded past the tokenizer is normal), and the t
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
@@ -41,11 +40,6 @@ def _id_or_none(value):
     if isinstance(value, list):
         value = value[0] if value else None
     return value if isinstance(value, int) and value >= 0 else None
-
-
-def weight_files(directory: Path) -> dict[str, Path]:
-    """Tensor name -> file (infill/model/shards.py: the index's shards or model.safetensors)."""
-    return shards.files(directory)
 
 
 def detect(directory: Path, data: dict, tok: HFTokenizer | None = None) -> Family:
@@ -103,7 +97,7 @@ def load(directory: Path, data: dict, device: torch.device, dtype: torch.dtype, 
     if mask_id in (eos_id, pad_id):
         raise ModelLoadError(f"{path}: the mask id {mask_id} is also the EOS/pad id")
 
-    files = weight_files(directory)
+    files = shards.files(directory)
     fields = families.stock_config(family, data, path)
     names = {n: families.stock_name(family, n) for n in files}
     unmapped = sorted(n for n, s in names.items() if s is None and not n.endswith("inv_freq"))
