@@ -279,13 +279,15 @@ def dequantized_state(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]
             for k, v in state.items() if not k.endswith(int8.SCALE_SUFFIX)}
 
 
-def causal_llama(directory: Path, seed: int = 6, variant: str = "float", state: dict | None = None) -> Path:
+def causal_llama(directory: Path, seed: int = 6, variant: str = "float", state: dict | None = None,
+                 shape: dict | None = None) -> Path:
     """A plain LlamaForCausalLM checkpoint (no mask token anywhere): 2 layers of 32, a 416-row
     vocabulary (the tokenizer's 404, then padding), EOS = BOS = <|endoftext|> 400, fp32 weights.
-    ``variant`` "int8": every matrix stored as int8 with its scale; ``state``: these tensors instead."""
+    ``variant`` "int8": every matrix stored as int8 with its scale; ``state``: these tensors instead;
+    ``shape``: these sizes instead of CAUSAL_LLAMA's."""
     directory.mkdir(parents=True, exist_ok=True)
     tok = bpe_tokenizer(CAUSAL_SPECIALS)
-    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **CAUSAL_LLAMA, "hidden_act": "silu",
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **(shape or CAUSAL_LLAMA), "hidden_act": "silu",
            "tie_word_embeddings": False, "bos_token_id": 400, "eos_token_id": 400, "torch_dtype": "float32"}
     (directory / "config.json").write_text(json.dumps(cfg, indent=2))
     tok.save(str(directory / "tokenizer.json"))

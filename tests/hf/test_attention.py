@@ -1,4 +1,4 @@
-"""The grouped few-query attention equals plain attention with repeated key/value heads."""
+"""Attention over grouped key/value heads equals plain attention with repeated ones, and each kind of\ncall goes where it is fastest."""
 
 import pytest
 import torch
@@ -26,16 +26,35 @@ def test_grouped_equals_repeated_heads(queries, heads, kv_heads):
     torch.testing.assert_close(got, reference(q, k, v, mask, D ** -0.5), rtol=1e-5, atol=1e-5)
 
 
-def test_the_registered_function_takes_few_queries_and_passes_the_rest_to_sdpa(monkeypatch):
+def test_on_a_cpu_every_additive_mask_goes_to_sdpa_with_grouped_heads(monkeypatch):
     calls = []
     monkeypatch.setattr(attention, "sdpa_attention_forward", lambda *a, **kw: calls.append(a[1].shape[2]) or (None, None))
 
     class Module:
         num_key_value_groups, is_causal, training = 3, False, False
 
+    g = torch.Generator().manual_seed(7)
     for Q in (1, 4, 17):
-        q, kv = torch.randn(1, 9, Q, 8), torch.randn(1, 3, 20, 8)
-        out, _ = attention.attention_forward(Module(), q, kv, kv, torch.zeros(1, 1, Q, 20), scaling=0.3)
+        q, kv = torch.randn(1, 9, Q, 8, generator=g), torch.randn(1, 3, 20, 8, generator=g)
+        mask = torch.zeros(1, 1, Q, 20)
+        mask[..., :5] = torch.finfo(torch.float32).min
+        out, _ = attention.attention_forward(Module(), q, kv, kv, mask, scaling=0.3)
+        torch.testing.assert_close(out, reference(q, kv, kv, mask, 0.3), rtol=1e-5, atol=1e-5)
+        assert out.is_contiguous()
+    attention.attention_forward(Module(), q, kv, kv, None, scaling=0.3)  # no mask: transformers' own (causal) rule
+    assert calls == [17]
+
+
+def test_off_a_cpu_few_queries_attend_grouped_and_the_rest_go_to_sdpa(monkeypatch):
+    calls = []
+    monkeypatch.setattr(attention, "sdpa_attention_forward", lambda *a, **kw: calls.append(a[1].shape[2]) or (None, None))
+
+    class Module:
+        num_key_value_groups, is_causal, training = 3, False, False
+
+    for Q in (1, 4, 17):  # meta tensors: shapes only, on no CPU
+        q, kv = torch.empty(1, 9, Q, 8, device="meta"), torch.empty(1, 3, 20, 8, device="meta")
+        out, _ = attention.attention_forward(Module(), q, kv, kv, torch.zeros(1, 1, Q, 20, device="meta"), scaling=0.3)
         if Q == 4:
-            torch.testing.assert_close(out, reference(q, kv, kv, torch.zeros(1, 1, Q, 20), 0.3), rtol=1e-5, atol=1e-5)
+            assert out.shape == (1, 4, 9, 8)
     assert calls == [1, 17]

@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from infill.model.hf import fused
 from infill.model.hf.families import Family
 from infill.model.hf.graphs import GraphRunner
 from infill.model.hf.int8 import Int8Linear
@@ -216,6 +217,7 @@ class HFDiffusionModel(nn.Module):
         # vary too much in length to be worth capturing)
         on_one_gpu = self.device.type == "cuda" and all(d == self.device for d in self.layer_devices)
         self.graphs = GraphRunner(self._forward, pad_id) if on_one_gpu and not family.causal else None
+        self.stacked = fused.stack(self.backbone)  # int8 Llama layers on a CPU: stacked projections (fused.py)
         self.whole_runs = 0  # whole-layout runs (what a reused context saves)
         self.tokenizer_size = tokenizer_size
         V = self.vocab_size
@@ -355,6 +357,8 @@ class HFDiffusionModel(nn.Module):
         return self._forward(tokens, positions, mask, cache)
 
     def _forward(self, tokens, positions, mask, cache=None) -> torch.Tensor:
+        if self.stacked is not None:
+            return self.stacked(tokens, positions, mask, cache).to(self.device)
         out = self.backbone(input_ids=tokens, position_ids=positions, attention_mask=mask, cache=cache, use_cache=False)
         return out.last_hidden_state.to(self.device)
 
