@@ -40,6 +40,11 @@ def test_with_no_context_budget_a_document_is_the_whole_file(tiny_model_dir):
     assert doc.context_tokens > 10000
 
 
+def p_latencies(out, documents: int) -> list[float]:
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    return [r["latency_ms"] for r in rows if r["documents"] == documents]
+
+
 def test_bench_lsp_one_and_two_documents(tiny_model_dir, tiny_engine, tmp_path):
     out = tmp_path / "run"
     # Unconstrained: the tiny random model's fills seldom parse, and the server never shows one that
@@ -51,6 +56,8 @@ def test_bench_lsp_one_and_two_documents(tiny_model_dir, tiny_engine, tmp_path):
         assert p["requests"] == 3 * p["documents"] and p["errors"] == 0
         assert 0 < p["min_ms"] <= p["p50_ms"] <= p["p95_ms"] <= p["max_ms"]
         assert 0.0 <= p["empty_share"] <= 1.0
+        assert p["model_runs"] == sum(r >= keystrokes.MODEL_RAN_MS for r in p_latencies(out, p["documents"]))
+        assert p["model_p50_ms"] is None if not p["model_runs"] else p["model_p50_ms"] >= keystrokes.MODEL_RAN_MS
         assert len(p["context_tokens"]) == p["documents"]
         assert p["sync_ok"] == p["sync_checked"] == p["documents"]  # the server saw the typed text
     assert summary["server_warnings"] == 0, summary["server_messages"]
