@@ -200,6 +200,7 @@ def test_run_writes_summary_and_records(tiny_engine, sources, tmp_path):
     assert "machine" in summary and "settings" in summary
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(records) == 8 and {r["mode"] for r in records} == {"constrained", "unconstrained"}
+    assert all(isinstance(r["rounds"], int) and r["rounds"] >= 1 for r in records)  # a retry or branches: more
     assert json.loads((out / "summary.json").read_text())["n_holes"] == 4
     # The same holes in both modes.
     by_mode = {m: [(r["path"], r["start"], r["reference"]) for r in records if r["mode"] == m]

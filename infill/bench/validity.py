@@ -422,6 +422,7 @@ def _record(language: str, i: int, cut: Cut, mode: str, result: FillResult | Inf
         "latency_ms": round(result.timings.total_ms, 3) if ok else None,
         "constrain_ms": round(result.timings.constrain_ms, 3) if ok else None,
         "tokens_filled": result.timings.tokens_filled if ok else None,
+        "rounds": result.timings.rounds if ok else None,  # more than 1: a retry or branches ran (their cost is in latency)
         "score": result.fills[0].score if ok else None,
     }
     return record
