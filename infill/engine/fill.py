@@ -860,7 +860,8 @@ class Engine:
         if not line.strip():
             return [self.branch(p, list(lead), None, mends)]
         # and a line of its own, not started as the fill's (which may be a comment, an assignment)
-        fresh = [self.branch(p, list(lead), ban, mends) for ban in [self.first_token(p, fill.text)] if ban is not None]
+        ban = self.first_token(p, fill.text)
+        fresh = [self.branch(p, list(lead), ban, mends)] if ban is not None else []
         leads = self.tokenizer.encode(p.heals[0].decode("utf-8", "replace") + p.indents[0] + line)
         if leads[: len(lead)] != lead or len(leads) + 1 >= p.windows[0]:
             return fresh

@@ -26,12 +26,13 @@ def test_grouped_equals_repeated_heads(queries, heads, kv_heads):
     torch.testing.assert_close(got, reference(q, k, v, mask, D ** -0.5), rtol=1e-5, atol=1e-5)
 
 
+class Module:  # what transformers' sdpa reads of an attention module
+    num_key_value_groups, is_causal, training = 3, False, False
+
+
 def test_on_a_cpu_every_additive_mask_goes_to_sdpa_with_grouped_heads(monkeypatch):
     calls = []
     monkeypatch.setattr(attention, "sdpa_attention_forward", lambda *a, **kw: calls.append(a[1].shape[2]) or (None, None))
-
-    class Module:
-        num_key_value_groups, is_causal, training = 3, False, False
 
     g = torch.Generator().manual_seed(7)
     for Q in (1, 4, 17):
@@ -48,9 +49,6 @@ def test_on_a_cpu_every_additive_mask_goes_to_sdpa_with_grouped_heads(monkeypatc
 def test_off_a_cpu_few_queries_attend_grouped_and_the_rest_go_to_sdpa(monkeypatch):
     calls = []
     monkeypatch.setattr(attention, "sdpa_attention_forward", lambda *a, **kw: calls.append(a[1].shape[2]) or (None, None))
-
-    class Module:
-        num_key_value_groups, is_causal, training = 3, False, False
 
     for Q in (1, 4, 17):  # meta tensors: shapes only, on no CPU
         q, kv = torch.empty(1, 9, Q, 8, device="meta"), torch.empty(1, 3, 20, 8, device="meta")

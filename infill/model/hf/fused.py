@@ -14,8 +14,8 @@ second copy), and transformers' forward over them stays the reference.
 Everything else is transformers' own: the layers' norms, rotary embedding and its application, the
 attention function the config names, the caches' ``update`` protocol. Only the order of the calls
 is written here, for the one layer shape it knows (``LlamaDecoderLayer``: pre-norm attention and a
-gated SiLU MLP, no biases); :func:`stack` returns None for any other stack, which then runs as
-transformers runs it.
+gated MLP with its own activation, no biases); :func:`stack` returns None for any other stack,
+which then runs as transformers runs it.
 """
 
 from __future__ import annotations
@@ -104,8 +104,7 @@ def stack(backbone: nn.Module) -> StackedLayers | None:
     """The backbone's layers with stacked projections, where every layer is a Llama layer whose
     q, k, v and gate, up projections are Int8Linear; else None (nothing changed)."""
     layers = list(getattr(backbone, "layers", []))
-    cfg = getattr(backbone, "config", None)
-    if not layers or cfg is None or getattr(cfg, "hidden_act", None) != "silu":
+    if not layers:
         return None
     projections = ("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj")
     ok = all(isinstance(layer, LlamaDecoderLayer)
