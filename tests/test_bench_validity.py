@@ -208,6 +208,26 @@ def test_run_writes_summary_and_records(tiny_engine, sources, tmp_path):
     assert by_mode["constrained"] == by_mode["unconstrained"]
 
 
+def test_each_timed_batch_starts_with_no_context_state_kept(tiny_engine, sources, tmp_path):
+    """The mode that goes first would leave its context's states to the other: each batch starts cold."""
+    calls = []
+
+    class Forgetful:
+        model_id = "forgetful"
+
+        def fill_batch(self, requests):
+            calls.append("fill")
+            return tiny_engine.fill_batch(requests)
+
+        def forget_contexts(self):
+            calls.append("forget")
+
+    summary = validity.run_validity(Forgetful(), language="js", sources=sources, holes=3, max_tokens=6, seed=0,
+                                    out_dir=tmp_path / "out", progress=False, batch_size=1)
+    timed = calls[2:]  # after the untimed warm-up, one per mode
+    assert timed == ["forget", "fill"] * 6 and summary["settings"]["cold_contexts"] is True
+
+
 def test_related_files_and_one_mode(tiny_engine, sources, tmp_path):
     """--related: each hole reads the other files of its package (never its own); --modes constrained alone."""
     seen = []

@@ -893,6 +893,76 @@ def test_the_layout_tells_which_brackets_the_text_after_a_hole_closes(language, 
         assert is_valid(language, text, [(at, at)], ["1" + closer])
 
 
+_TABLE = "static const int t[][3] = {\n{1, 2, 3},\n{4, 5|\n{7, 8, 9},\n};\n"
+
+
+@pytest.mark.parametrize(
+    "language, text, due",
+    [
+        # a table's row cut at its line's end: the next row starts a line at the row's indentation
+        ("c", _TABLE, 1),
+        # an initializer's values cut on a later line: the next declaration starts at the opening line's indentation
+        ("c", "static const double q[] = { 1.5,\n                            2.5|\nstatic const double p[] = { 1.0 };\n", 1),
+        # comment lines and preprocessor lines are not what the layout is read from
+        ("c", "int t[][2] = {\n{1, 2},\n{3, |\n/* more */\n#if X\n{5, 6},\n#endif\n};\n", 1),
+        ("javascript", "const t = {\n  a: {x: 1},\n  b: {x: |\n  c: {x: 3},\n};\n", 1),
+        # a bracket with no code after it on its line: its items are the lines that follow
+        ("c", "int t[] = {\n1,\n2|\n3,\n};\n", 0),
+        # lines that go on inside the bracket indent deeper, or start with its closer
+        ("python", "x = foo(a,\n        b|\n        c)\n", 0),
+        ("javascript", "f(a,\n  b|\n);\n", 0),
+        # code after the hole on its line may close it
+        ("c", "int t[][2] = {\n{1, |2},\n{3, 4},\n};\n", 0),
+        # gofmt's `const (` ... `)`: a call cut mid-line (the layout's owed bracket is due as well)
+        ("go", "package p\n\nconst (\n\tA = Signal(0x15|\n\tB = Signal(0x16)\n)\n", 1),
+    ],
+)
+def test_a_bracket_opened_with_code_after_it_is_due_before_the_next_line_at_its_indentation(language, text, due):
+    at = text.index("|")
+    text = text.replace("|", "")
+    ctx = hole_context(Document(grammar(language), text, [(at, at)]), 0)
+    assert ctx.due == due
+    if due:
+        assert ctx.unclosed >= due and not ctx.surplus  # the text after pairs with the brackets outside it
+
+
+def test_a_due_bracket_must_be_closed_with_room_for_what_ends_its_row():
+    text, at = _TABLE.replace("|", ""), _TABLE.index("|")
+    ctx = hole_context(Document(grammar("c"), text, [(at, at)]), 0)
+    lexer = Lexer(grammar("c").spec, ctx)
+    assert not lexer.can_end(lexer.start) and lexer.leaves_due(", 6")
+    closed = lexer.feed(lexer.start, ", 6}")[0]
+    assert lexer.can_end(closed) and not lexer.leaves_due(", 6},")
+    assert lexer.closers_needed(lexer.start) == 2 and lexer.closers_needed(closed) == 0  # its closer, and a ',' after it
+    assert lexer.accepts(lexer.start, ", 6}") and not lexer.accepts(lexer.start, ", 6}}")  # the row's, never the table's
+    assert lexer.next_closer(lexer.feed(lexer.start, ", 6")[0]) == "}" and lexer.close(", 6") == ", 6}"
+    check = RequestCheck(FillRequest(text=text, holes=[Hole(at, at, 8)], language="c"))
+    assert not check.valid([b", 6"]) and check.valid([b", 6},"]) and check.clean([b", 6},"])
+
+
+def test_a_fill_that_leaves_a_due_bracket_open_is_invalid_where_the_parse_cannot_tell():
+    # The document with the hole is broken there already: the parse finds nothing new in a fill
+    # that leaves the initializer open (its error is the document's); the layout does.
+    text, at = cursor("static const double q[] = { 1.5,\n                            2.5|\nstatic const double p[] = { 1.0 };\n")
+    check = RequestCheck(FillRequest(text=text, holes=[Hole(at, at, 8)], language="c"))
+    assert is_valid("c", text, [(at, at)], ["25,"]) and not check.valid([b"25,"]) and not check.clean([b"25,"])
+    assert check.valid([b"25 };"]) and check.clean([b"25 };"])
+
+
+def test_the_last_masked_slot_before_committed_ones_closes_a_due_bracket():
+    # the table's row, `{4, 5` cut: the window's last masked slot, a committed line break after it
+    text, at = cursor("int t[][2] = {\n{1, 2},\n{3, |\n{5, 6},\n};\n")
+    req = FillRequest(text=text, holes=[Hole(at, at, 3)], language="c")
+    c = constraint_for(req)
+    x, close, nl = TOK["x"], TOK["{"], TOK["\n"]  # (no '}' in the vocabulary: '{' stands in for a token the lexer refuses)
+    state = windows([[x, MASK, nl]], [[False, True, False]])
+    tokens, allowed = c.steer(state, torch.tensor([[x, x, nl]]), state.masked.clone(), lambda r, k: [close])
+    assert not allowed[0, 1]  # `x x` then the line break leaves the row open: refused, and so is every alternative
+    room = windows([[x, MASK, MASK]], [[False, True, True]])
+    tokens, allowed = c.steer(room, torch.tensor([[x, x, PAD]]), room.masked.clone(), lambda r, k: [])
+    assert not allowed[0, 1]  # with free slots after it: no room left for the closer and what ends the row
+
+
 def test_a_mending_fill_writes_the_opener_where_the_model_would_end_or_break_its_line(list_tokenizer):
     from infill.syntax.hooks import Shape
 

@@ -503,10 +503,15 @@ def run_validity(engine: FillEngine, *, language: str, sources: Path | str | Non
         for m in modes:
             batches.append((m, requests[m][i:i + batch_size]))
     results: dict[str, list] = {m: [] for m in modes}
-    # Time each batch by itself: constrained and unconstrained alternate batch by batch.
+    # Time each batch by itself: constrained and unconstrained alternate batch by batch, and each
+    # starts with no context state kept (an engine that keeps them: the mode that went first would
+    # leave its context's states to the other, which would then skip encoding it).
+    forget = getattr(engine, "forget_contexts", None)
     with _progress(progress) as bar:
         job = bar.add_task(f"filling {language}", total=len(modes) * len(cuts))
         for mode, chunk in batches:
+            if forget is not None:
+                forget()
             t0 = time.monotonic()
             results[mode].extend(_fill_chunk(engine, chunk, mode))
             seconds[mode] += time.monotonic() - t0
@@ -530,7 +535,7 @@ def run_validity(engine: FillEngine, *, language: str, sources: Path | str | Non
         "settings": {
             "holes": holes, "seed": seed, "max_tokens": max_tokens, "max_files": max_files, "batch_size": batch_size,
             "kinds": list(kinds), "options": msgspec.to_builtins(options), "modes": list(modes),
-            "related_files": related_files,
+            "related_files": related_files, "cold_contexts": forget is not None,
         },
         # With --related: how many holes got other files' lines as context, and how many characters on average.
         "related": {"holes_with_context": sum(bool(x) for x in contexts),

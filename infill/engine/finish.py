@@ -362,9 +362,11 @@ class Finisher:
     def _cut_and_close(self, r: int, texts: list[str], i: int) -> str | None:
         """Fill i cut at its end or a line's end, longest first, down to nothing, with the closers
         of the brackets it leaves open (the constraint's ``close``, steering.Lexer.close): the first
-        of at most MAX_CUTS such that makes row r valid; None if none does (or hole i is not
-        steered). Where no prefix parses as it is, a loop in a dict ends ``'a': 1,\\n    }`` rather
-        than broken."""
+        of at most MAX_CUTS such that makes row r valid; failing those (or where the first leaves
+        an error of the document's), each cut with its closers and then one of its language's
+        separators (``},``, ``);``: LanguageSpec.separators), the first that leaves no error at
+        all, else the first valid; None if none does (or hole i is not steered). Where no prefix
+        parses as it is, a loop in a dict ends ``'a': 1,\\n    }`` rather than broken."""
         syntax = self.syntax
         if not syntax.steered(r, i):
             return None
@@ -372,4 +374,23 @@ class Finisher:
         ends = [m + 1 for m, c in enumerate(text) if c == "\n"]
         cuts = dict.fromkeys([text] + [text[:m] for m in reversed(ends)] + [""])
         closed = [c for c in (syntax.close(r, i, cut) for cut in cuts) if c is not None][:MAX_CUTS]
-        return next((c for c in closed if syntax.judge(r, texts[:i] + [c] + texts[i + 1 :])), None)
+        def judged(c: str) -> tuple[bool, bool]:
+            cand = texts[:i] + [c] + texts[i + 1 :]
+            return (True, bool(syntax.clean(r, cand))) if syntax.judge(r, cand) else (False, False)
+
+        found = next((c for c in closed if judged(c)[0]), None)
+        if (found is not None and judged(found)[1]) or not syntax.separators(r):
+            return found
+        # Then each with what ends a list's item or a statement after its closers (a table's row
+        # ``{7, 0x40}`` followed by the next: ``{7, 0x40},``), the cuts that close nothing too:
+        # the first that leaves no error at all, else the first valid.
+        seps = syntax.separators(r)
+        ended = [_with_separator(c, sep) for cut in cuts for c in [syntax.close(r, i, cut) or cut] if c.strip() for sep in seps]
+        valid = [c for c in ended[:MAX_CUTS] if judged(c)[0]]
+        return next((c for c in valid if judged(c)[1]), found if found is not None else next(iter(valid), None))
+
+
+def _with_separator(text: str, sep: str) -> str:
+    """``text`` with ``sep`` after its last character that is not a line break."""
+    body = text.rstrip("\n")
+    return body + sep + text[len(body) :]

@@ -45,7 +45,7 @@ import time
 import torch
 
 from infill.protocol import FillRequest
-from infill.syntax.document import Document, hole_context, truncate_completion, unbalanced
+from infill.syntax.document import Document, ErrorSpan, hole_context, truncate_completion, unbalanced
 from infill.syntax.hooks import Shape, hooks_for
 from infill.syntax.languages import grammar as lookup_grammar
 from infill.syntax.steering import LexState, Lexer
@@ -82,8 +82,15 @@ class RequestCheck:
         self._judged: dict[tuple[bytes, ...], tuple[bool, bool]] = {}  # fills: (valid, clean)
 
     def new_errors(self, fills: list[bytes]):
-        """The document's new errors with ``fills`` (and the opener after the last): see Document.new_errors."""
+        """The document's new errors with ``fills`` (and the opener after the last): see
+        Document.new_errors; and, at its end, each fill that leaves open a bracket before its hole
+        that the layout says it closes (``HoleContext.due``: the parse cannot tell, where the
+        document with the hole is broken there already)."""
         errors, spans, clean = self.doc.errors([f + t for f, t in zip(fills, self.tails)])
+        for h, lexer in enumerate(self.lexers):
+            if lexer is not None and lexer.leaves_due(fills[h].decode("utf-8", "replace")):
+                errors = [*errors, ErrorSpan(spans[h][1], spans[h][1], "MISSING closer")]
+                clean = False
         self._judged[tuple(fills)] = (not errors, clean)
         return errors, spans
 
@@ -284,24 +291,28 @@ class SyntaxConstraint:
         st = self._state(r, h, lexer, ids[a:first])
         # From the last committed slot on, every slot is free: a slot knows how many follow it.
         free_from = next((k + 1 for k in range(b - 1, first - 1, -1) if not masked[k]), first)
+        last_masked = max(k for k in range(first, b) if masked[k])
         seen = 0
         for k in range(first, b):
             if self.frontier and masked[k] and not asked[k]:
                 return None  # past what the step may commit
             tok = draft[k] if masked[k] else ids[k]
             room = b - k - 1 if k >= free_from else None
+            # The hole's last masked slot before committed ones: the rest of the fill is known (and
+            # judged with it, where a bracket before the hole is due: Lexer.leaves_due).
+            rest = self._fill_text(ids[k + 1 : b]) if lexer.ctx.due and k == last_masked and room is None else None
             heal = self._heal(r, h) if k == a else ""
-            if masked[k] and asked[k] and not self._may_take(lexer, st, tok, room, heal):
+            if masked[k] and asked[k] and not self._may_take(lexer, st, tok, room, heal, rest):
                 options = alternatives(r, k) if alternatives is not None and k == first else ()
                 # The end the model proposes ends the fill even before committed slots (they are cut).
                 may_end = k == first and not no_pad[k] and not heal
                 ends = self._end_signal(lexer, tok) if may_end else []
                 mend = self._lead_tokens(lexer.mend_next(st)) if tok == self.pad_id or "\n" in self._token_text(tok) else []
-                tok = self._first_allowed(lexer, st, [*mend, *ends, *options], room, heal)
+                tok = self._first_allowed(lexer, st, [*mend, *ends, *options], room, heal, rest)
                 if tok is None and k == first:  # a header's ':' the model ranks low; a head nothing ranked may go on ends
                     forced = self._lead_tokens(lexer.owes(st)) if not heal else []
                     forced += [self.pad_id] if may_end and room is not None and lexer.ends_short() else []
-                    tok = self._first_allowed(lexer, st, forced, room, heal)
+                    tok = self._first_allowed(lexer, st, forced, room, heal, rest)
                 if tok is None:
                     return k
                 draft[k] = tok
@@ -328,10 +339,13 @@ class SyntaxConstraint:
             return []
         return self._lead_tokens([before]) if before else [self.pad_id]
 
-    def _may_take(self, lexer: Lexer, st: LexState, tok: int, room: int | None, heal: str = "") -> bool:
+    def _may_take(self, lexer: Lexer, st: LexState, tok: int, room: int | None, heal: str = "",
+                  rest: str | None = None) -> bool:
         """May a slot after the state ``st`` take token ``tok``? ``room``: how many free slots of
         the window follow it (0: the fill ends with it; None: not known, committed ones follow);
-        what the fill must still close has to fit in them. ``heal``: the healed text the slot's
+        what the fill must still close has to fit in them. ``rest``: where the slot is the last
+        masked one and committed slots follow (asked where a bracket is due), the text they hold:
+        the fill with the token is then whole, and must be one that may end. ``heal``: the healed text the slot's
         token must start with (read without it)."""
         if tok == self.pad_id:
             return not heal and lexer.can_end(st)
@@ -342,16 +356,23 @@ class SyntaxConstraint:
             text = text[len(heal) :]
         if lexer.ctx.mends and "\n" in text and not lexer.may_break(st, text[: text.index("\n")]):
             return False
-        if room != 0:
+        if rest is not None:
+            text += rest
+        elif room != 0:
             if not lexer.accepts(st, text):
                 return False
             return room is None or lexer.closers_needed(lexer.feed(st, text)[0]) <= room
         after, ok = lexer.feed(st, text, final=True)
         return ok and lexer.can_end(after)
 
-    def _first_allowed(self, lexer: Lexer, st: LexState, tokens, room: int | None, heal: str = "") -> int | None:
+    def _first_allowed(self, lexer: Lexer, st: LexState, tokens, room: int | None, heal: str = "",
+                       rest: str | None = None) -> int | None:
         """The first of ``tokens`` (best first) a slot after the state ``st`` may take; None if none may."""
-        return next((t for t in tokens if t != self.mask_id and self._may_take(lexer, st, t, room, heal)), None)
+        return next((t for t in tokens if t != self.mask_id and self._may_take(lexer, st, t, room, heal, rest)), None)
+
+    def _fill_text(self, ids: list[int]) -> str:
+        """The text of committed tokens ``ids``, up to the first pad (the fill's end)."""
+        return self._text(ids[: ids.index(self.pad_id)] if self.pad_id in ids else ids)
 
     def first_admissible(self, state, r: int, slot: int, tokens: list[int]) -> int | None:
         """The first of ``tokens`` that window slot ``slot`` of row ``r`` may take, where it is
@@ -369,10 +390,14 @@ class SyntaxConstraint:
                     return None
                 st = self._state(r, h, lexer, run)
                 room = b - slot - 1 if bool(state.masked[r, slot:b].all()) else None
+                # Committed slots alone follow it: the fill is whole with it (judged so where a bracket is due).
+                known = bool(lexer.ctx.due) and room is None and not bool(state.masked[r, slot + 1 : b].any())
+                rest = self._fill_text(state.ids[r, slot + 1 : b].tolist()) if known else None
                 heal = self._heal(r, h) if slot == a else ""
-                found = self._first_allowed(lexer, st, tokens, room, heal)
+                found = self._first_allowed(lexer, st, tokens, room, heal, rest)
                 if found is None and not heal:  # what must come next (a closer, a header's first word), if the model ranks it low
-                    found = self._first_allowed(lexer, st, self._lead_tokens(lexer.due(st, ending=room is not None)), room)
+                    due = self._lead_tokens(lexer.due(st, ending=room is not None or known))
+                    found = self._first_allowed(lexer, st, due, room, rest=rest)
                 return found
             return None
         except Exception:
@@ -495,6 +520,11 @@ class SyntaxConstraint:
         lexers = self.checks[r].lexers
         lexer = lexers[i] if i < len(lexers) else None
         return lexer.close(text) if lexer is not None else None
+
+    def separators(self, r: int) -> tuple[str, ...]:
+        """What may follow a closed bracket in row r's language to end a list's item or a statement
+        (LanguageSpec.separators; none where the row is not checked)."""
+        return self.checks[r].grammar.spec.separators if self.checked(r) else ()
 
     def brackets(self, r: int, i: int) -> set[str]:
         """The one-character brackets of hole i of row r's language, opening and closing (none

@@ -19,8 +19,9 @@
   tree's root is an ERROR (its children are fragments, not top-level statements). Fills are
   parsed incrementally from the original tree.
 - :func:`hole_context` tells the steering lexer (infill/syntax/steering.py) what is open at a hole's
-  start: brackets, strings or comments, and what the language's hooks add (``HoleContext.lang``:
-  Python's indentation levels).
+  start: brackets, strings or comments, what the layout says the fill must close (``due``: a
+  table's row cut short), and what the language's hooks add (``HoleContext.lang``: Python's
+  indentation levels).
 - :func:`truncate_completion` cuts a cursor completion where its syntactic unit ends.
 
 Everything works in UTF-8 bytes (tree-sitter's unit); str offsets go through infill/text/textpos.py.
@@ -312,6 +313,10 @@ class HoleContext:
     # ``closes`` must close them.
     unclosed: int = 0
     closes: bool = False
+    # How many of ``base``'s innermost brackets the fill must close before it may end, in any
+    # round, read from the layout (_due: a table's row ``{18, 0, 123|`` whose next row starts
+    # a line at its indentation); they count in ``unclosed`` too.
+    due: int = 0
     next_char: str = ""  # the first character after the hole ("" at the end)
     at_line_start: bool = False  # only whitespace between the line start and the hole, and no bracket open
     indent: int = 0  # width of that whitespace
@@ -354,6 +359,46 @@ def _owed(data: bytes, opened: list[int], closer) -> int:
             break
         k += 1
     return k
+
+
+def _due(spec: LanguageSpec, data: bytes, end: int, stack: list[str], opened: list[int], stop: int | None) -> int:
+    """How many of the innermost brackets open before a hole that ends at byte ``end`` (``stack``,
+    opened at bytes ``opened``, outermost first) its fill must close itself, read from the layout:
+    the hole ends its line, the bracket has code after it on the line it opened on (a table's row
+    ``{18, 0, 123``, an initializer's first values), and the next line that holds code (before
+    ``stop``, the next hole) starts no deeper than that line and not with the bracket's closer (the
+    next row, the next declaration): code that goes on inside a bracket over lines indents them
+    deeper, or starts them with its closer. 0 where the text after the hole on its line holds code."""
+    eol = line_end(data, end)
+    if not _blank_or_comment(spec, data[end:eol]):
+        return 0
+    at = eol
+    while at < len(data) and (stop is None or at < stop):
+        nxt = line_end(data, at)
+        line = data[at:nxt]
+        code = line.strip()
+        if code and not _blank_or_comment(spec, line) and not code.startswith(tuple(d.encode() for d in spec.directive)):
+            break
+        at = nxt
+    else:
+        return 0
+    if stop is not None and line_end(data, at) > stop:
+        return 0  # the next code line holds the next hole
+    width, first, k = indent_width(line), code[:1].decode("utf-8", "replace"), 0
+    while k < len(stack):
+        j = len(stack) - 1 - k
+        row = data[line_start(data, opened[j]) : line_end(data, opened[j])]
+        after_opener = data[opened[j] + len(stack[j]) : min(line_end(data, opened[j]), end)]
+        if indent_width(row) < width or first == spec.brackets[stack[j]] or _blank_or_comment(spec, after_opener):
+            break
+        k += 1
+    return k
+
+
+def _blank_or_comment(spec: LanguageSpec, text: bytes) -> bool:
+    """Is ``text`` (part of one line) blank, or a comment from its first character on?"""
+    code = text.strip()
+    return not code or code.startswith(tuple(d.encode() for d in (*spec.line_comment, *(a for a, _ in spec.block_comment))))
 
 
 def openers_needed(doc: Document) -> str:
@@ -467,14 +512,16 @@ def _hole_context(doc: Document, i: int) -> HoleContext:
     # The last hole's innermost brackets that the layout shows the text after it does not close
     # (_owed): the fill closes them, and that text's closers pair with the brackets outside them.
     owed = _owed(data, opened, closers[0]) if last and closers else 0
+    due = _due(g.spec, data, e, stack, opened, stop)
+    owed = max(owed, due)
     needed, surplus = _pair(pairs, stack[: len(stack) - owed], after)
     if surplus and owed:
-        owed = 0
+        owed = due = 0
         needed, surplus = _pair(pairs, stack, after)
     row = line_start(data, s)
     before = data[row:s]
     at_line_start = not before.strip()
-    ctx = dict(base=tuple(stack), needed=needed, surplus=surplus, after=after, at_line_start=at_line_start and not stack)
+    ctx = dict(base=tuple(stack), needed=needed, surplus=surplus, after=after, at_line_start=at_line_start and not stack, due=due)
     if last and not needed and not surplus:
         ctx["unclosed"] = len(stack)
     elif owed:

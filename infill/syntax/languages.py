@@ -54,6 +54,8 @@ class LanguageSpec:
     block_comment: tuple[tuple[str, str], ...] = ()
     hooks: str | None = None  # the package infill/lang/<hooks>/ of the language's hooks (infill/syntax/hooks.py)
     char_literal: str | None = None  # "closed": a ' starts a char literal only where one closes it (else a lifetime)
+    directive: tuple[str, ...] = ()  # what starts a line that is not code for the layout (C's preprocessor lines)
+    separators: tuple[str, ...] = ()  # what may follow a closed bracket to end a list's item or a statement
 
     @classmethod
     def from_table(cls, name: str, t: dict) -> "LanguageSpec":
@@ -73,6 +75,8 @@ class LanguageSpec:
             block_comment=tuple((a, b) for a, b in t.get("block_comment", [])),
             hooks=t.get("hooks"),
             char_literal=t.get("char_literal"),
+            directive=tuple(t.get("directive", [])),
+            separators=tuple(t.get("separators", [])),
         )
 
 

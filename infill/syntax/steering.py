@@ -16,11 +16,14 @@ A token is refused only when it makes an error that no later token can undo:
   that the hole's line leaves open (``HoleContext.open_string``: one being typed), the end of the
   fill before it closes that string;
 - the end of the fill (pad) inside a string or block comment, or with its own brackets open;
-- the end of a fill that ``closes`` (a retry's) with brackets open before the hole that the text after it leaves open;
+- the end of a fill that ``closes`` (a retry's) with brackets open before the hole that the text after it leaves open,
+  and in any round, with one open that the layout says is due (``HoleContext.due``: a table's row cut
+  short, the next row at its indentation);
 - the end of a fill that ``mends`` (a mend branch's), or its first line break, before the brackets open after it are
   exactly those the closers the text after it has that nothing there opens close (``HoleContext.after``);
 - a token after which the window has fewer slots left than :meth:`Lexer.closers_needed` (one
-  closing character per slot: a fill looping inside a dict is made to close it in time);
+  closing character per slot: a fill looping inside a dict is made to close it in time; a due
+  bracket's closer, and one slot for what ends its row or statement after it);
 - whatever the language's line rules refuse (a line indented where no block opens, a line
   certainly wrong, the end of the fill where the text after it cannot follow).
 Anything it cannot be sure of, it lets through; a full parse judges the draft afterwards.
@@ -200,14 +203,24 @@ class Lexer:
 
     def closers_needed(self, st: LexState) -> int:
         """The fewest characters that still must follow the known left part before the fill may
-        end: its open brackets' closers, a string's or block comment's end, and for a fill that
-        ``closes``, the closers of the brackets before the hole it must close. Characters kept
+        end: its open brackets' closers, a string's or block comment's end, and the closers of
+        the brackets before the hole it must close (:meth:`_must_close`). Characters kept
         back for lookahead count as what they start if the text ended there (``'e`` opens a string)."""
         if st.tail:
             st = self.feed(st, "", final=True)[0]
-        brackets = self._to_mend(st) if self.ctx.mends else len(st.stack)
-        need = brackets + (st.kind == "block" or (st.kind == "str" and not self.ctx.string))
-        return need + (max(self.ctx.unclosed - st.popped, 0) if self.ctx.closes else 0)
+        # A fill that mends closes what its plan says (the brackets due among them); another, its
+        # own and those before the hole it must close, and after a bracket due, one character more
+        # (what ends the row or statement it closes: a table's ``},``, a declaration's ``};``).
+        if self.ctx.mends:
+            brackets = self._to_mend(st) + (max(self.ctx.unclosed - st.popped, 0) if self.ctx.closes else 0)
+        else:
+            brackets = len(st.stack) + max(self._must_close() - st.popped, 0) + (st.popped < self.ctx.due)
+        return brackets + (st.kind == "block" or (st.kind == "str" and not self.ctx.string))
+
+    def _must_close(self) -> int:
+        """How many of the brackets open before the hole the fill must close before it ends: those
+        the layout says are due in any round, and for a fill that ``closes``, all it leaves open."""
+        return max(self.ctx.due, self.ctx.unclosed if self.ctx.closes else 0)
 
     def _to_mend(self, st: LexState) -> int:
         """The fewest brackets a fill that ``mends`` must still close or open after the state
@@ -272,7 +285,7 @@ class Lexer:
             return None  # the string the hole is in: the text after it closes that
         if st.kind in ("str", "block"):
             return st.delim[0]
-        closers = self._closers(st)[: len(st.stack) + (1 if self.ctx.closes else 0)]
+        closers = self._closers(st)[: len(st.stack) + (1 if st.popped < self._must_close() or self.ctx.closes else 0)]
         return closers[0] if closers else None
 
     def due(self, st: LexState, ending: bool) -> list[str]:
@@ -317,6 +330,11 @@ class Lexer:
         last = next((line for line in reversed(text.splitlines()) if line.strip()), "")
         return f"{text}{last[: len(last) - len(last.lstrip())]}{closers}\n"
 
+    def leaves_due(self, text: str) -> bool:
+        """Does ``text``, a whole fill, leave open a bracket before the hole that the layout says
+        the fill must close (``HoleContext.due``)?"""
+        return bool(self.ctx.due) and self.feed(self.start, text, final=True)[0].popped < self.ctx.due
+
     def can_end(self, st: LexState) -> bool:
         """May the fill end after the known left part whose state is ``st``?"""
         st, ok = self.feed(st, "", final=True)
@@ -324,7 +342,7 @@ class Lexer:
             return False  # in a string or comment of its own; out of the string it is in; before an escaped character
         if st.kind == "line" and self.ctx.next_char not in ("", "\n", "\r"):
             return False  # the comment would swallow the rest of the line
-        if self.ctx.closes and st.popped < self.ctx.unclosed:
+        if st.popped < self._must_close():
             return False
         brackets = self.mended(st) if self.ctx.mends else (not st.stack or self.ctx.surplus)
         return brackets and (self.rules is None or self.rules.can_end(st))

@@ -342,7 +342,7 @@ def scaffold_context(ctx: HoleContext, hole: ScaffoldHole, line_before: str = ""
                     after_colon=ctx.lang.after_colon or hole.opened)
         return replace(ctx, closes=ctx.closes or hole.closes, unclosed=len(ctx.base) if hole.closes else ctx.unclosed)
     if hole.closes and ctx.base:  # the free lines closed the brackets the tree reads open before this line
-        ctx = replace(ctx, base=(), needed=0, unclosed=0, surplus=False, at_line_start=True, indent=indent_width(line_before))
+        ctx = replace(ctx, base=(), needed=0, unclosed=0, due=0, surplus=False, at_line_start=True, indent=indent_width(line_before))
         ctx = _with(ctx, line_before="", last_sig="")  # no ':' ends the line before
     # A scaffold line follows a header of the scaffold's or the free lines, which hold the body
     # of a header before them: the tree, which reads them empty, cannot tell which.

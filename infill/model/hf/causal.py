@@ -168,6 +168,10 @@ class CausalLM(HFDiffusionModel):
         self.context_cache_tokens = tokens
         self._shed()
 
+    def forget_contexts(self) -> None:
+        """Drop every kept context state: the next fill encodes its context from nothing."""
+        self._rows.clear()
+
     def bind_context(self, context: HFContext, rows: torch.Tensor, pos: torch.Tensor) -> CausalBound:
         rows = rows.to(self.device)
         return CausalBound(context.ids.index_select(0, rows), pos.to(self.device), context.valid.index_select(0, rows))
