@@ -641,6 +641,24 @@ def test_truncation_cuts_at_the_end_of_the_unit_around_the_cursor(language, pref
     assert truncate_completion(language, prefix, fill, suffix) == expected
 
 
+@pytest.mark.parametrize("language, prefix, fill, suffix, expected", [
+    ("javascript", "function f(pa", "rams, b) {", "\n  return b;\n}\n", "rams, b) {"),
+    ("go", "package main\n\nvar xs = []T{\n\t{\"a\", \"b", "\"},\n\t{\"x", "\n\t{\"c\", \"d\"},\n}\n", "\"},"),
+    ("python", "if g(", "x):\n    y = 1\nz = 2", "\n", "x):"),
+])
+def test_the_constraint_truncates_in_its_region_parsed_incrementally(language, prefix, fill, suffix, expected):
+    # a second hole earlier keeps its text; the region's tree is edited, not parsed anew
+    text = "\n" + prefix + suffix
+    req = FillRequest(text=text, holes=[Hole(0, 0, 4), Hole(len(prefix) + 1, len(prefix) + 1, 8)], language=language)
+    check = RequestCheck(req)
+    c = SyntaxConstraint([check], torch.zeros(1, 12, dtype=torch.long), CharTokenizer(), PAD, MASK)
+    parses = []
+    real = check.doc.parse
+    check.doc.parse = lambda fills: parses.append(fills) or real(fills)
+    assert c.truncate(0, 1, fill) == expected == truncate_completion(language, *check.doc.region_text(1)[:1], fill, check.doc.region_text(1)[1])
+    assert parses and all(f[0] == b"" for f in parses)
+
+
 def test_truncation_keeps_non_ascii_fills_whole_characters():
     assert truncate_completion("python", "x = foo(", "'漢字😀')\ny = 1", "\n") == "'漢字😀')"
 

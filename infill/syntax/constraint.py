@@ -511,8 +511,14 @@ class SyntaxConstraint:
         check = self.checks[r]
         if check.tails[i]:
             return text
-        before, after = check.doc.region_text(i)
-        return truncate_completion(check.grammar, before, text, after)
+        doc = check.doc
+        before, after = doc.region_text(i)
+        kept = [doc.local[s:e] for s, e in doc.local_spans]  # the other holes keep their text
+
+        def parse(fill: bytes):  # the region with ``fill`` in hole i, parsed incrementally
+            return doc.parse(kept[:i] + [fill] + kept[i + 1 :])[0]
+
+        return truncate_completion(check.grammar, before, text, after, parse)
 
     def close(self, r: int, i: int, text: str) -> str | None:
         """``text``, a fill of hole i of row r, with the closers of the brackets it leaves open

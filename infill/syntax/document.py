@@ -587,20 +587,21 @@ def touching(errors, start: int, end: int) -> bool:
     return any(_touch(e.start, e.end, start, end) for e in errors)
 
 
-def line_of_cut(errors_of: Callable[[bytes], list[ErrorSpan]], pre: bytes, mid: bytes, suf: bytes, cut: bytes) -> bytes:
-    """``cut`` (a prefix of the fill ``mid`` between ``pre`` and ``suf``), or where the fill up to
-    the end of the cut's line leaves the document fewer errors, that: a unit ends inside its line,
-    while what the line goes on with (a block's opener, a statement's terminator, a list's
-    separator) is still the fill's. ``errors_of``: a document's error spans."""
-    errors = len(errors_of(pre + cut + suf))
+def line_of_cut(errors_of: Callable[[bytes], list[ErrorSpan]], mid: bytes, cut: bytes) -> bytes:
+    """``cut`` (a prefix of the fill ``mid``), or where the fill up to the end of the cut's line
+    leaves the document fewer errors, that: a unit ends inside its line, while what the line goes
+    on with (a block's opener, a statement's terminator, a list's separator) is still the fill's.
+    ``errors_of``: the document's error spans with a given fill in place."""
+    errors = len(errors_of(cut))
     if not errors:
         return cut
     nl = mid.find(b"\n", len(cut))
     line = mid[: nl if nl >= 0 else len(mid)]
-    return line if line != cut and len(errors_of(pre + line + suf)) < errors else cut
+    return line if line != cut and len(errors_of(line)) < errors else cut
 
 
-def truncate_completion(language: str | Grammar | None, prefix: str, fill: str, suffix: str) -> str:
+def truncate_completion(language: str | Grammar | None, prefix: str, fill: str, suffix: str,
+                        parse: Callable[[bytes], Any] | None = None) -> str:
     """Cut a completion inserted at a cursor where the syntactic unit around the cursor ends.
 
     The unit is the innermost statement, block or bracketed list (``boundaries.scm``) that starts
@@ -609,20 +610,23 @@ def truncate_completion(language: str | Grammar | None, prefix: str, fill: str, 
     (:func:`line_of_cut`: a header's ``f(x) {`` or ``f, x):``, a statement's ``g(x);``, not
     ``f(x)`` or ``g(x)``). Conservative: no grammar, no such unit, a unit with errors in it, or a
     cut that leaves more errors than the whole fill, and the fill comes back unchanged.
+    ``parse``: the tree of ``prefix`` + a given fill (UTF-8) + ``suffix``, where the caller parses it
+    incrementally (a Document's); by default each is parsed whole.
     """
     g = language if isinstance(language, Grammar) else lookup_grammar(language)
     if g is None or not fill.strip():
         return fill
     pre, mid, suf = (x.encode("utf-8", "surrogatepass") for x in (prefix, fill, suffix))
     c, f = len(pre), len(pre) + len(mid)
-    tree = g.parse(pre + mid + suf)
+    parse = parse or (lambda m: g.parse(pre + m + suf))
+    tree = parse(mid)
     whole = error_spans(tree.root_node)
-    parsed = {pre + mid + suf: whole}
+    parsed = {mid: whole}
 
-    def errors_of(data: bytes) -> list[ErrorSpan]:  # each document parsed once
-        if data not in parsed:
-            parsed[data] = error_spans(g.parse(data).root_node)
-        return parsed[data]
+    def errors_of(m: bytes) -> list[ErrorSpan]:  # each fill parsed once
+        if m not in parsed:
+            parsed[m] = error_spans(parse(m).root_node)
+        return parsed[m]
 
     best = None
     for nodes in g.captures("boundaries", tree.root_node, c, f).values():
@@ -644,8 +648,8 @@ def truncate_completion(language: str | Grammar | None, prefix: str, fill: str, 
     cut = mid[:end]
     if not cut.strip():
         return fill
-    cut = line_of_cut(errors_of, pre, mid, suf, cut)
-    after = len(errors_of(pre + cut + suf))
-    if after > len(whole) and after > len(errors_of(pre + suf)):
+    cut = line_of_cut(errors_of, mid, cut)
+    after = len(errors_of(cut))
+    if after > len(whole) and after > len(errors_of(b"")):
         return fill  # the cut breaks more than the whole fill and than the document without it
     return fill[: byte_to_str(mid, len(cut))]
