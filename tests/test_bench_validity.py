@@ -208,8 +208,10 @@ def test_run_writes_summary_and_records(tiny_engine, sources, tmp_path):
     assert by_mode["constrained"] == by_mode["unconstrained"]
 
 
-def test_each_timed_batch_starts_with_no_context_state_kept(tiny_engine, sources, tmp_path):
-    """The mode that goes first would leave its context's states to the other: each batch starts cold."""
+@pytest.mark.parametrize("contexts, before_each", [("cold", ["forget"]), ("warm", ["forget", "fill", "forget-fills"])])
+def test_each_timed_batch_starts_from_the_same_state_in_either_mode(tiny_engine, sources, tmp_path, contexts, before_each):
+    """The mode that goes first would leave its contexts' states and its fills (draft sources) to the
+    other: each batch starts from nothing, or after the same batch filled once, its fills forgotten."""
     calls = []
 
     class Forgetful:
@@ -219,13 +221,16 @@ def test_each_timed_batch_starts_with_no_context_state_kept(tiny_engine, sources
             calls.append("fill")
             return tiny_engine.fill_batch(requests)
 
-        def forget_contexts(self):
-            calls.append("forget")
+        def forget(self, contexts=True):
+            calls.append("forget" if contexts else "forget-fills")
 
     summary = validity.run_validity(Forgetful(), language="js", sources=sources, holes=3, max_tokens=6, seed=0,
-                                    out_dir=tmp_path / "out", progress=False, batch_size=1)
+                                    out_dir=tmp_path / "out", progress=False, batch_size=1, contexts=contexts)
     timed = calls[2:]  # after the untimed warm-up, one per mode
-    assert timed == ["forget", "fill"] * 6 and summary["settings"]["cold_contexts"] is True
+    assert timed == (before_each + ["fill"]) * 6 and summary["settings"]["contexts"] == contexts
+    with pytest.raises(InputError):
+        validity.run_validity(Forgetful(), language="js", sources=sources, holes=1, out_dir=tmp_path / "x",
+                              progress=False, contexts="lukewarm")
 
 
 def test_related_files_and_one_mode(tiny_engine, sources, tmp_path):

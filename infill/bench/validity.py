@@ -75,6 +75,11 @@ DEFAULT_LANGUAGES = ("javascript", "go")
 KINDS = ("line", "rest", "inside", "string", "block")
 DEFAULT_KINDS = ("line", "rest")
 MODES = ("constrained", "unconstrained")
+# Each timed batch starts from the same state in either mode (nothing the other mode's fill of the
+# same holes left: recent fills that drafts are looked up in, kept context states): "cold", from
+# nothing, as a document's first fill; "warm", after the same batch filled once, untimed (its
+# contexts' states kept, its fills forgotten), as an editor's document that was filled before.
+CONTEXTS = ("cold", "warm")
 MAX_LINE_CHARS = 200
 MAX_FILE_BYTES = 200_000
 _COMMENT_STARTS = ("//", "/*", "*", "#")
@@ -399,6 +404,15 @@ def _fill_chunk(engine: FillEngine, chunk: list[FillRequest], mode: str) -> list
     return results
 
 
+def _start_batch(engine, chunk: list[FillRequest], mode: str, contexts: str) -> None:
+    """Before a timed batch: forget what earlier fills left; for "warm" contexts, fill the batch
+    once, untimed, and forget its fills (their contexts' states stay)."""
+    engine.forget()
+    if contexts == "warm":
+        _fill_chunk(engine, chunk, mode)
+        engine.forget(contexts=False)
+
+
 def _record(language: str, i: int, cut: Cut, mode: str, result: FillResult | InfillError) -> dict:
     ok = isinstance(result, FillResult)
     fill = result.fills[0].text if ok else ""
@@ -475,7 +489,7 @@ def run_validity(engine: FillEngine, *, language: str, sources: Path | str | Non
                  max_tokens: int = 32, seed: int = 0, options: SamplingOptions = SamplingOptions(),
                  out_dir: Path | str | None = None, max_files: int = 200, batch_size: int = 8,
                  kinds: Sequence[str] = DEFAULT_KINDS, progress: bool = True, related_files: bool = False,
-                 modes: Sequence[str] = MODES) -> dict:
+                 modes: Sequence[str] = MODES, contexts: str = "cold") -> dict:
     """Cut ``holes`` holes from ``language`` files under ``sources``, fill each constrained and
     unconstrained, judge, and write ``results.jsonl`` and ``summary.json`` to ``out_dir``.
 
@@ -485,14 +499,16 @@ def run_validity(engine: FillEngine, *, language: str, sources: Path | str | Non
     language = language_name(language)
     if holes < 1 or batch_size < 1 or max_files < 1:
         raise InputError("holes, batch size and max files must be at least 1")
+    if contexts not in CONTEXTS:
+        raise InputError(f"contexts: choose among {', '.join(CONTEXTS)}")
     root = source_dir(sources or DEFAULT_SOURCES, language)
     files, file_stats = load_sources(root, language, max_files, seed)
     cuts = cut_holes(files, holes, seed, kinds, language)
     modes = {m: msgspec.structs.replace(options, constrained=m == "constrained") for m in MODES if m in modes}
     if not modes:
         raise InputError(f"modes: choose among {', '.join(MODES)}")
-    contexts = package_context(root, language, cuts) if related_files else [[] for _ in cuts]
-    requests = {m: [c.request(language, max_tokens, o, x) for c, x in zip(cuts, contexts)] for m, o in modes.items()}
+    snippets = package_context(root, language, cuts) if related_files else [[] for _ in cuts]
+    requests = {m: [c.request(language, max_tokens, o, x) for c, x in zip(cuts, snippets)] for m, o in modes.items()}
     log.info("%s: %d holes from %d files under %s, max_tokens=%d", language, len(cuts), len(files), root, max_tokens)
 
     # Warm up (untimed) so the first timed batch does not pay for loading kernels and grammars.
@@ -503,15 +519,14 @@ def run_validity(engine: FillEngine, *, language: str, sources: Path | str | Non
         for m in modes:
             batches.append((m, requests[m][i:i + batch_size]))
     results: dict[str, list] = {m: [] for m in modes}
-    # Time each batch by itself: constrained and unconstrained alternate batch by batch, and each
-    # starts with no context state kept (an engine that keeps them: the mode that went first would
-    # leave its context's states to the other, which would then skip encoding it).
-    forget = getattr(engine, "forget_contexts", None)
+    # Time each batch by itself: constrained and unconstrained alternate batch by batch, each from
+    # the same state (CONTEXTS; an engine that cannot forget keeps what the mode before left).
+    same_start = getattr(engine, "forget", None) is not None
     with _progress(progress) as bar:
         job = bar.add_task(f"filling {language}", total=len(modes) * len(cuts))
         for mode, chunk in batches:
-            if forget is not None:
-                forget()
+            if same_start:
+                _start_batch(engine, chunk, mode, contexts)
             t0 = time.monotonic()
             results[mode].extend(_fill_chunk(engine, chunk, mode))
             seconds[mode] += time.monotonic() - t0
@@ -535,11 +550,11 @@ def run_validity(engine: FillEngine, *, language: str, sources: Path | str | Non
         "settings": {
             "holes": holes, "seed": seed, "max_tokens": max_tokens, "max_files": max_files, "batch_size": batch_size,
             "kinds": list(kinds), "options": msgspec.to_builtins(options), "modes": list(modes),
-            "related_files": related_files, "cold_contexts": forget is not None,
+            "related_files": related_files, "contexts": contexts if same_start else "as left",
         },
         # With --related: how many holes got other files' lines as context, and how many characters on average.
-        "related": {"holes_with_context": sum(bool(x) for x in contexts),
-                    "mean_chars": _mean([sum(len(s.text) for s in x) for x in contexts if x])},
+        "related": {"holes_with_context": sum(bool(x) for x in snippets),
+                    "mean_chars": _mean([sum(len(s.text) for s in x) for x in snippets if x])},
         # How often the empty fill would pass: the floor that a validity rate should be read against.
         "empty_fill_validity": _mean([judge(language, c, "")["valid"] for c in cuts]),
         "metrics": {m: _mode_metrics([r for r in records if r["mode"] == m], seconds[m]) for m in modes},
@@ -590,6 +605,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--candidates", type=int, default=0)
     parser.add_argument("--modes", type=lambda t: [x.strip() for x in t.split(",") if x.strip()], default=list(MODES),
                         help=f"fill modes to run, among {','.join(MODES)} (default: both; the latency ratio needs both)")
+    parser.add_argument("--contexts", choices=list(CONTEXTS), default="cold",
+                        help="each timed batch starts from nothing (cold: a document's first fill), or after the same "
+                             "batch filled once, untimed, its fills forgotten (warm: a document filled before); in "
+                             "either mode alike (default cold)")
     parser.add_argument("--related", action="store_true",
                         help="give each hole context from the other files of its package: the windows most like the "
                              "code before it (infill/text/related.py), as an editor's other open files would")
@@ -606,7 +625,7 @@ def main(args: argparse.Namespace, engine: FillEngine) -> int:
         summaries.append(run_validity(engine, language=language, sources=args.sources, holes=args.holes,
                                       max_tokens=args.max_tokens, seed=args.seed, options=options, out_dir=out,
                                       max_files=args.max_files, batch_size=args.batch_size, kinds=args.kinds,
-                                      related_files=args.related, modes=args.modes))
+                                      related_files=args.related, modes=args.modes, contexts=args.contexts))
     print_summary(summaries)
     return 0
 

@@ -436,14 +436,17 @@ class Engine:
     ) -> FillResult:
         return self.fill_batch([request], cancel=cancel, on_draft=on_draft, constraint=constraint, drafts=drafts)[0]
 
-    def forget_contexts(self) -> None:
-        """Drop every context state kept for reuse across fills (the segment cache's, and a model's
-        own: a causal model's): the next fill encodes its context from nothing, as a document's first
-        fill does. Fills are the same either way; only their time differs."""
-        self.context_cache.clear()
-        forget = getattr(self.model, "forget_contexts", None)
-        if forget is not None:
-            forget()
+    def forget(self, contexts: bool = True) -> None:
+        """Drop what fills leave for later ones: the recent fills that drafts are looked up in, and
+        with ``contexts`` every context state kept for reuse (the segment cache's, and a model's own:
+        a causal model's), so that the next fill encodes its context from nothing, as a document's
+        first fill does. Neither decides a fill's text (but for rounding); both its time."""
+        self.recent_fills.clear()
+        if contexts:
+            self.context_cache.clear()
+            forget = getattr(self.model, "forget_contexts", None)
+            if forget is not None:
+                forget()
 
     @gc_paused()
     @torch.inference_mode()
