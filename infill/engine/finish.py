@@ -373,21 +373,24 @@ class Finisher:
         text = texts[i]
         ends = [m + 1 for m, c in enumerate(text) if c == "\n"]
         cuts = dict.fromkeys([text] + [text[:m] for m in reversed(ends)] + [""])
-        closed = [c for c in (syntax.close(r, i, cut) for cut in cuts) if c is not None][:MAX_CUTS]
-        def judged(c: str) -> tuple[bool, bool]:
-            cand = texts[:i] + [c] + texts[i + 1 :]
-            return (True, bool(syntax.clean(r, cand))) if syntax.judge(r, cand) else (False, False)
+        closes = {cut: syntax.close(r, i, cut) for cut in cuts}
 
-        found = next((c for c in closed if judged(c)[0]), None)
-        if (found is not None and judged(found)[1]) or not syntax.separators(r):
+        def valid(c: str) -> bool:
+            return bool(syntax.judge(r, texts[:i] + [c] + texts[i + 1 :]))
+
+        def clean(c: str) -> bool:  # (valid already: judge's cache answers)
+            return bool(syntax.clean(r, texts[:i] + [c] + texts[i + 1 :]))
+
+        found = next((c for c in [c for c in closes.values() if c is not None][:MAX_CUTS] if valid(c)), None)
+        seps = syntax.separators(r)
+        if (found is not None and clean(found)) or not seps:
             return found
         # Then each with what ends a list's item or a statement after its closers (a table's row
         # ``{7, 0x40}`` followed by the next: ``{7, 0x40},``), the cuts that close nothing too:
         # the first that leaves no error at all, else the first valid.
-        seps = syntax.separators(r)
-        ended = [_with_separator(c, sep) for cut in cuts for c in [syntax.close(r, i, cut) or cut] if c.strip() for sep in seps]
-        valid = [c for c in ended[:MAX_CUTS] if judged(c)[0]]
-        return next((c for c in valid if judged(c)[1]), found if found is not None else next(iter(valid), None))
+        ended = [_with_separator(c, sep) for cut, closed in closes.items() for c in [closed or cut] if c.strip() for sep in seps]
+        ok = [c for c in ended[:MAX_CUTS] if valid(c)]
+        return next((c for c in ok if clean(c)), found if found is not None else next(iter(ok), None))
 
 
 def _with_separator(text: str, sep: str) -> str:

@@ -291,7 +291,7 @@ class SyntaxConstraint:
         st = self._state(r, h, lexer, ids[a:first])
         # From the last committed slot on, every slot is free: a slot knows how many follow it.
         free_from = next((k + 1 for k in range(b - 1, first - 1, -1) if not masked[k]), first)
-        last_masked = max(k for k in range(first, b) if masked[k])
+        last_masked = max(k for k in range(first, b) if masked[k]) if lexer.ctx.due else None
         seen = 0
         for k in range(first, b):
             if self.frontier and masked[k] and not asked[k]:
@@ -300,7 +300,7 @@ class SyntaxConstraint:
             room = b - k - 1 if k >= free_from else None
             # The hole's last masked slot before committed ones: the rest of the fill is known (and
             # judged with it, where a bracket before the hole is due: Lexer.leaves_due).
-            rest = self._fill_text(ids[k + 1 : b]) if lexer.ctx.due and k == last_masked and room is None else None
+            rest = self._text(self._fill_tokens(ids[k + 1 : b])) if k == last_masked and room is None else None
             heal = self._heal(r, h) if k == a else ""
             if masked[k] and asked[k] and not self._may_take(lexer, st, tok, room, heal, rest):
                 options = alternatives(r, k) if alternatives is not None and k == first else ()
@@ -370,9 +370,6 @@ class SyntaxConstraint:
         """The first of ``tokens`` (best first) a slot after the state ``st`` may take; None if none may."""
         return next((t for t in tokens if t != self.mask_id and self._may_take(lexer, st, t, room, heal, rest)), None)
 
-    def _fill_text(self, ids: list[int]) -> str:
-        """The text of committed tokens ``ids``, up to the first pad (the fill's end)."""
-        return self._text(ids[: ids.index(self.pad_id)] if self.pad_id in ids else ids)
 
     def first_admissible(self, state, r: int, slot: int, tokens: list[int]) -> int | None:
         """The first of ``tokens`` that window slot ``slot`` of row ``r`` may take, where it is
@@ -392,7 +389,7 @@ class SyntaxConstraint:
                 room = b - slot - 1 if bool(state.masked[r, slot:b].all()) else None
                 # Committed slots alone follow it: the fill is whole with it (judged so where a bracket is due).
                 known = bool(lexer.ctx.due) and room is None and not bool(state.masked[r, slot + 1 : b].any())
-                rest = self._fill_text(state.ids[r, slot + 1 : b].tolist()) if known else None
+                rest = self._text(self._fill_tokens(state.ids[r, slot + 1 : b].tolist())) if known else None
                 heal = self._heal(r, h) if slot == a else ""
                 found = self._first_allowed(lexer, st, tokens, room, heal, rest)
                 if found is None and not heal:  # what must come next (a closer, a header's first word), if the model ranks it low

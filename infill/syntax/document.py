@@ -370,7 +370,7 @@ def _due(spec: LanguageSpec, data: bytes, end: int, stack: list[str], opened: li
     next row, the next declaration): code that goes on inside a bracket over lines indents them
     deeper, or starts them with its closer. 0 where the text after the hole on its line holds code."""
     eol = line_end(data, end)
-    if not _blank_or_comment(spec, data[end:eol]):
+    if not stack or not _blank_or_comment(spec, data[end:eol]):
         return 0
     at = eol
     while at < len(data) and (stop is None or at < stop):
