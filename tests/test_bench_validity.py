@@ -184,6 +184,17 @@ def test_judge_agrees_with_tree_sitter(sources):
         assert judged["valid"] is expected and tree_sitter_ok(fill) is expected, fill
 
 
+def test_a_fill_that_adds_no_error_but_leaves_the_cuts_break_is_not_clean():
+    # The hole took a block's opening line: its closer is stray in the cut document, and only a
+    # fill that opens the block again mends it.
+    original = "package x\n\nfunc f(a int) int {\n\treturn a\n}\n"
+    start = original.index("func")
+    end = original.index("\n", start)
+    cut = validity.Cut("f.go", original, start, end, "line", 3)
+    assert validity.judge("go", cut, "var b = 1") == {"valid": False, "valid_cut": True, "clean_cut": False}
+    assert validity.judge("go", cut, "func g(a int) int {") == {"valid": True, "valid_cut": True, "clean_cut": True}
+
+
 def test_run_writes_summary_and_records(tiny_engine, sources, tmp_path):
     out = tmp_path / "out"
     summary = validity.run_validity(tiny_engine, language="js", sources=sources, holes=4, max_tokens=6, seed=0,
@@ -197,6 +208,7 @@ def test_run_writes_summary_and_records(tiny_engine, sources, tmp_path):
             assert m[key] is not None and m[key] >= 0, (mode, key)
         assert m["engine_errors"] == 0
     assert summary["metrics"]["unconstrained"]["engine_validity"] is None
+    assert summary["metrics"]["unconstrained"]["engine_valid_left_broken"] == 0
     assert "machine" in summary and "settings" in summary
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(records) == 8 and {r["mode"] for r in records} == {"constrained", "unconstrained"}

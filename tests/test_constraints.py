@@ -16,7 +16,7 @@ from infill.decode.sampler import Schedule, Windows, denoise
 from infill.lang.python.shape import shape_of, strict_shape
 from infill.syntax.steering import Lexer
 from infill.lang.python.blocks import levels_with, offside_end
-from infill.syntax.document import Document, hole_context, open_string, truncate_completion
+from infill.syntax.document import Document, error_spans, hole_context, open_string, truncate_completion
 
 
 def cursor(text: str, marker: str = "|") -> tuple[str, int]:
@@ -52,6 +52,26 @@ def valid_at(language: str, text_with_cursor: str, fill: str) -> bool:
 )
 def test_validity_on_clean_and_half_typed_documents(language, doc, fill, ok):
     assert valid_at(language, doc, fill) is ok
+
+
+@pytest.mark.parametrize(
+    "text, at",
+    [
+        ("package x\nusing namespace\n", [15]),  # Go's top-level terminator is a token its grammar hides
+        ("package x\nvar a = 1 var b = 2\n", [19]),
+        ("package x\n\nvar a = 1\n\nfunc f() {}\n", []),
+    ],
+)
+def test_errors_of_tokens_a_grammar_hides_are_found(text, at):
+    root = grammar("go").parse(text.encode())
+    assert root.root_node.has_error is bool(at)
+    assert [(e.start, e.end) for e in error_spans(root.root_node)] == [(a, a) for a in at]
+
+
+def test_a_go_fill_that_leaves_two_statements_on_one_line_is_invalid():
+    doc = "package x\n\ntype T struct {\n\tA int\n}\n\n|\n\nconst (\n\tB = 1\n)\n"
+    assert valid_at("go", doc, "type U uint32") is True
+    assert valid_at("go", doc, "using namespace") is False
 
 
 def test_validity_is_judged_against_the_documents_own_errors():

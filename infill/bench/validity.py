@@ -36,7 +36,11 @@ engine's own check (``infill.constraints.is_valid``):
   MISSING node that the original did not have (the originals have none) - the headline;
 - ``valid_cut``: the same check against the cut document, which is what the engine judges
   (errors the cut causes away from the hole count as its baseline), and ``engine_valid``, what
-  the engine reported (constrained fills only).
+  the engine reported (constrained fills only);
+- ``clean_cut``: the cut document with the fill has no error at all in its judged region
+  (``is_clean``): what the cut broke, the fill mended. A fill that adds no error but leaves the
+  cut document broken (``engine_valid_left_broken`` counts the engine's) seldom parses in the
+  original, which has none.
 
 Also: exact match with the removed text (as is and whitespace-stripped) and the engine's
 latency. Per-hole records go to ``results.jsonl``, the rest to ``summary.json``.
@@ -60,7 +64,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infill.bench.quality import DEFAULT_OUT_ROOT, REPO_ROOT, FillEngine, _fill_one, _progress, machine_info, write_results
-from infill.syntax.constraint import is_valid
+from infill.syntax.constraint import is_clean, is_valid
 from infill.errors import InfillError, InputError
 from infill.syntax.languages import grammar as lookup_grammar, spec_for
 from infill.protocol import FillRequest, FillResult, Hole, Policy, SamplingOptions, Snippet
@@ -386,6 +390,7 @@ def judge(language: str, cut: Cut, fill: str) -> dict:
     return {
         "valid": is_valid(language, cut.original, [(cut.start, cut.end)], [fill]),
         "valid_cut": is_valid(language, cut.text, [(cut.start, cut.start)], [fill]),
+        "clean_cut": is_clean(language, cut.text, [(cut.start, cut.start)], [fill]),
     }
 
 
@@ -424,7 +429,7 @@ def _record(language: str, i: int, cut: Cut, mode: str, result: FillResult | Inf
     if ok:
         record |= judge(language, cut, fill)
     else:
-        record |= {"valid": None, "valid_cut": None}
+        record |= {"valid": None, "valid_cut": None, "clean_cut": None}
     record |= {
         "engine_valid": result.fills[0].valid if ok else None,
         "exact": ok and fill == cut.reference,
@@ -453,6 +458,9 @@ def _mode_metrics(records: list[dict], seconds: float) -> dict:
         "validity": _mean([r["valid"] for r in ok]) if ok else None,
         "validity_cut": _mean([r["valid_cut"] for r in ok]) if ok else None,
         "engine_validity": _mean([r["engine_valid"] for r in ok if r["engine_valid"] is not None]),
+        # The engine's valid fills (they add no error) that leave the cut document with errors:
+        # what the cut broke stays broken (the original has no error, so these seldom parse there).
+        "engine_valid_left_broken": sum(bool(r["engine_valid"]) and r.get("clean_cut") is False for r in ok),
         "exact_match": _mean([r["exact"] for r in records]),
         "exact_match_stripped": _mean([r["exact_stripped"] for r in records]),
         "edit_similarity": _mean([r["edit_similarity"] for r in ok]),

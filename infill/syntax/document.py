@@ -60,7 +60,38 @@ def error_spans(node) -> list[ErrorSpan]:
         elif n.is_missing:
             out.append(ErrorSpan(n.start_byte, n.end_byte, f"MISSING {n.type}"))
         elif n.has_error:
-            todo.extend(reversed(n.children))
+            kids = n.children
+            if not any(k.has_error for k in kids):  # the error is a token the grammar hides
+                out.extend(ErrorSpan(at, at, "MISSING") for at in _hidden_missing(n, kids))
+            todo.extend(reversed(kids))
+    out.sort(key=lambda e: (e.start, e.end))
+    return out
+
+
+def _hidden_missing(node, kids) -> list[int]:
+    """Where the MISSING children of ``node`` that the node API does not list sit: zero-width
+    tokens of a rule the grammar hides (Go's statement terminator between two top-level
+    statements on one line, ``using namespace``). Read from the node's S-expression, which names
+    them among its named children: each at the end of the named child before it."""
+    shown = [k for k in kids if k.is_named or k.is_missing]
+    text, out, depth, k, i, quoted = str(node), [], 0, 0, 0, False
+    while i < len(text):
+        ch = text[i]
+        if quoted:
+            i += ch == "\\"
+            quoted = ch != '"'
+        elif ch == '"':
+            quoted = True
+        elif ch == "(":
+            depth += 1
+            if depth == 2:
+                if text.startswith("(MISSING", i) and not (k < len(shown) and shown[k].is_missing):
+                    out.append(shown[k - 1].end_byte if k else node.start_byte)
+                else:
+                    k += 1
+        elif ch == ")":
+            depth -= 1
+        i += 1
     return out
 
 
