@@ -14,6 +14,8 @@ Subcommands:
   (grammars/languages.toml); stdin needs ``--language``. A fill judged not to parse is never
   passed off as good: it is marked (a ``# infill:`` line before its file's diff, a warning on
   stderr, the summary line), and ``--write`` skips its file (exit 1) unless ``--allow-invalid``.
+  Valid fills in code that does not parse around them, as it did not before (they add no error and
+  mend none), are marked too (``left_broken``), and written.
 - ``infill languages``: the language table (``--json`` for tools: the VS Code extension's copy).
 - ``infill refactor``, ``train``, ``lsp``, ``bench ...``, ``card``: provided by their own modules
   (``add_arguments`` / ``main``), imported only when run.
@@ -401,6 +403,7 @@ def run_fill(args: argparse.Namespace) -> int:
 
     invalid = {s.path: [line_col(s.text, h.start) for h, f in zip(s.holes, s.result.fills) if f.valid is False] for s in sources}
     skipped = [s for s in sources if invalid[s.path] and args.write and not args.allow_invalid]
+    broken = [s for s in sources if left_broken(s)]
     for s in sources:
         for line, col in invalid[s.path]:
             mark = f"{s.path}:{line}:{col}: this fill does not parse"
@@ -408,6 +411,8 @@ def run_fill(args: argparse.Namespace) -> int:
                 warn(mark + ("; written anyway (--allow-invalid)" if args.allow_invalid else f"; {s.path} not written"))
             elif args.json or s.is_stdin:
                 warn(mark)
+        if s in broken and (args.write or args.json or s.is_stdin):
+            warn(f"{s.path}: {LEFT_BROKEN}")
     if args.write:
         write_all([s for s in sources if s not in skipped])
     elif args.json:
@@ -420,6 +425,7 @@ def run_fill(args: argparse.Namespace) -> int:
                 sys.stdout.write(s.filled)
             else:  # comment lines before a file's diff: patch and git apply skip them
                 sys.stdout.write("".join(f"# infill: {s.path}:{line}:{col}: this fill does not parse\n" for line, col in invalid[s.path]))
+                sys.stdout.write(f"# infill: {s.path}: {LEFT_BROKEN}\n" if s in broken else "")
                 sys.stdout.write(unified_diff(s.original, s.filled, s.path))
     sys.stdout.flush()
 
@@ -436,10 +442,26 @@ def run_fill(args: argparse.Namespace) -> int:
             f"{PROG}: {done} {n_holes} hole{'s' if n_holes != 1 else ''} in {what}: {tokens} tokens generated, "
             f"{wall:.2f} s (model load {t_fill - t_load:.2f} s, fill {fill_s:.2f} s) with {results[0].model} on {engine.device}"
             + (f"; {bad} fill{'s' if bad != 1 else ''} do{'es' if bad == 1 else ''} not parse" if bad else "")
+            + (f"; {len(broken)} file{'s' if len(broken) != 1 else ''} still broken around {'their' if len(broken) != 1 else 'its'} fills" if broken else "")
             + (f"; {len(skipped)} file{'s' if len(skipped) != 1 else ''} not written" if skipped else ""),
             file=sys.stderr,
         )
     return EXIT_ERROR if skipped else EXIT_OK
+
+
+LEFT_BROKEN = "the code around the fills does not parse, as it did not before them (they add no error, and mend none)"
+
+
+def left_broken(s: Source) -> bool:
+    """Are ``s``'s fills all judged valid (they add no error), while its code around them (the
+    region the engine judges) still has errors, which were there before them? A cut that took a
+    block's opening line, say, that no fill wrote again. False where not judged."""
+    from infill.syntax.constraint import is_clean
+
+    fills = s.result.fills
+    if not s.holes or not all(f.valid is True for f in fills):
+        return False
+    return is_clean(s.language, s.text, [(h.start, h.end) for h in s.holes], [f.text for f in fills]) is False
 
 
 def json_record(s: Source, device: str) -> dict:
@@ -459,6 +481,7 @@ def json_record(s: Source, device: str) -> dict:
         "fills": [msgspec.to_builtins(f) for f in r.fills],
         "timings": msgspec.to_builtins(r.timings),
         "changed": s.filled != s.original,
+        "left_broken": left_broken(s),
     }
 
 

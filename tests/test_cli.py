@@ -449,6 +449,48 @@ def test_write_skips_files_with_invalid_fills(run, tmp_path, first_fill_invalid)
     assert rc == 0 and "<FILL>" not in f.read_text() and "written anyway" in err
 
 
+@pytest.fixture
+def fills_say(monkeypatch):
+    """The engine's fills replaced by ``fills_say.text``, judged as the engine judges them (the
+    CLI's reporting is under test, not the model's luck)."""
+    import msgspec
+
+    from infill.syntax.constraint import is_valid
+
+    real = Engine.fill_batch
+
+    class Say:
+        text = ""
+
+    def judged(self, requests, *a, **k):
+        out = real(self, requests, *a, **k)
+        return [msgspec.structs.replace(r, fills=[msgspec.structs.replace(
+            f, text=Say.text, valid=is_valid(q.language, q.text, [(h.start, h.end) for h in q.holes], [Say.text]))
+            for f in r.fills]) for q, r in zip(requests, out)]
+
+    monkeypatch.setattr(Engine, "fill_batch", judged)
+    return Say
+
+
+GO_CUT = "package x\n\n<FILL>\n\treturn a\n}\n"  # the hole took a function's opening line
+
+
+def test_valid_fills_in_code_still_broken_around_them_are_marked(run, tmp_path, fills_say):
+    f = write(tmp_path / "a.go", GO_CUT)
+    fills_say.text = "var b = 1"  # adds no error, and leaves the stray '}'
+    rc, out, err = run("fill", str(f))
+    assert rc == 0 and out.startswith(f"# infill: {f}: the code around the fills does not parse, as it did not before them")
+    assert "1 file still broken around its fills" in err.strip().splitlines()[-1]
+    rc, out, err = run("fill", "--json", str(f))
+    assert rc == 0 and json.loads(out)["left_broken"] is True and "does not parse, as it did not" in err
+    rc, out, err = run("fill", "--write", str(f))  # nothing it adds is broken: written
+    assert rc == 0 and f.read_text() == GO_CUT.replace("<FILL>", "var b = 1") and "as it did not before them" in err
+    g = write(tmp_path / "b.go", GO_CUT)
+    fills_say.text = "func f(a int) int {"  # mends it
+    rc, out, err = run("fill", "--json", str(g))
+    assert rc == 0 and json.loads(out)["left_broken"] is False and "did not before" not in err
+
+
 def test_language_table_is_the_extensions_copy():
     """vscode-extension/languages.json and its activation events are grammars/languages.toml's."""
     root = Path(__file__).resolve().parents[1] / "vscode-extension"
