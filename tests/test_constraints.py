@@ -718,6 +718,18 @@ def test_truncation_keeps_the_line_break_when_the_suffix_starts_a_new_line():
     assert out.endswith("\n")
 
 
+@pytest.mark.parametrize("fill, ok", [("ef b():", True), ("ef b(x, y=2):", True), ("ef = 1", False), ("", False)])
+def test_a_python_header_typed_above_its_body_is_judged_with_that_body(fill, ok):
+    # The user retypes a function's header: the document's tree makes the body after ``d`` statements
+    # of their own, and the region a fill is judged in holds them (the offside rule: they are the
+    # header's body), so a fill that writes a header is valid and one that leaves them stray is not.
+    text = "def a():\n    return 1\n\n\nd|\n    x = 2\n    return x\n\n\nz = 3\n"
+    doc, at = cursor(text)
+    d = Document(grammar("python"), doc, [(at, at)])
+    assert d.local == b"d\n    x = 2\n    return x\n"  # up to its body's last line, not the blank ones
+    assert valid_at("python", text, fill) is ok
+
+
 def test_fills_are_judged_in_the_top_level_nodes_around_the_holes():
     text = "import os\n\n\ndef f():\n    return 1\n\n\ndef g():\n    return 2\n\n\nx = 3\n"
     g = grammar("python")

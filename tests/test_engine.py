@@ -498,3 +498,16 @@ def test_a_table_row_the_window_cuts_short_is_closed_and_ended_with_the_default_
     engine.forget()
     assert not engine.model._rows
     assert engine.fill(request).fills[0].text == fill.text
+
+
+def test_a_header_typed_above_its_body_is_completed_as_one_in_one_round_with_the_default_model(one_torch_thread):
+    """A function's header retyped above its body: the fill that completes the header is judged
+    with that body (Python's region_end), so it is valid at once and no retry round runs."""
+    engine = Engine.load(EngineConfig(device="cpu"))
+    text = ("import types\n\n\ndef isgenerator(object):\n    return isinstance(object, types.GeneratorType)\n\n\nd"
+            "\n    \"\"\"Return true if the object is a coroutine.\"\"\"\n    return isinstance(object, types.CoroutineType)\n")
+    at = text.index("d\n    ") + 1
+    result = engine.fill(FillRequest(text=text, holes=[Hole(at, at)], language="python", options=SamplingOptions(candidates=1)))
+    fill = result.fills[0]
+    assert fill.valid is True and fill.text.startswith("ef ") and fill.text.rstrip().endswith(":"), fill.text
+    assert result.timings.rounds == 1

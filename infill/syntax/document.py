@@ -141,6 +141,7 @@ class Document:
             self.local_tree = grammar.parse(self.local)
         if method is None or self.local_tree.root_node.child_count != 1:  # no method, or one that does not parse as one block
             self.start, self.end = judged_region(self.tree.root_node, self.data, self.spans) if self.spans else (0, len(self.data))
+            self.end = self.hooks.region_end(self.data, self.start, self.end)
             self.head, self.local = b"", self.data[self.start : self.end]
             whole = (self.start, self.end) == (0, len(self.data))
             self.local_tree = self.tree if whole else grammar.parse(self.local)

@@ -10,7 +10,7 @@ comments from the table alone; everything else a language needs it asks the lang
   :meth:`strict`) and what that adds to the steering context (:meth:`steering_context`);
 - scaffolds: a hole filled as several (:meth:`scaffold`, :meth:`join_scaffold`);
 - an optional compiler check of the judged region (:meth:`strict_check`);
-- which region a fill is judged in (:meth:`nested_region`).
+- which region a fill is judged in (:meth:`nested_region`, :meth:`region_end`).
 
 :class:`LanguageHooks` is the default, a brace language's: nothing beyond the table, so that adding
 a brace language stays data only (a table in languages.toml and its queries). A language with
@@ -180,6 +180,12 @@ class LanguageHooks:
         """A region smaller than the top-level statements around the holes that parses on its own
         after the line ``head``, as (start, end, head) in bytes of ``data``; None: none."""
         return None
+
+    def region_end(self, data: bytes, start: int, end: int) -> int:
+        """Where the judged region of the top-level statements around the holes, bytes [start, end)
+        of ``data``, ends, the lines after it that the language's layout makes part of it
+        included (the default: ``end``; by its brackets, the tree's own nodes hold them)."""
+        return end
 
     def strict_check(self, region: bytes, spans: list[tuple[int, int]]) -> CompileCheck | None:
         """A compiler check of the judged ``region`` with holes at ``spans`` (None: tree-sitter alone)."""

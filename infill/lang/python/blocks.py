@@ -3,6 +3,8 @@ levels and seam at a hole.
 
 - :func:`method_region`: the method (or class) of a top-level class that holds the holes, which
   parses on its own after ``if 1:`` (``PythonHooks.nested_region``);
+- :func:`region_end`: the top-level region's end past the lines its layout makes its own
+  (``PythonHooks.region_end``);
 - :func:`hole_context`: Python's part of a hole's context (:class:`OffsideContext`): the
   indentation levels open at it, the logical line before it, the seam with the text after it.
 
@@ -52,6 +54,25 @@ def method_region(root, data: bytes, spans: list[tuple[int, int]]) -> tuple[int,
             break
         found = start, end
     return found
+
+
+def region_end(data: bytes, start: int, end: int) -> int:
+    """Past the lines after the region [start, end) (whole lines) that are indented deeper than
+    its first line: by the offside rule they are the body of its last statement, though a cut
+    document's tree may make them statements of their own (a function's header cut down to
+    ``d``, its body after it; a fill that writes the header is judged with that body). Blank lines
+    after its last such line stay out."""
+    first = data[start : line_end(data, start)]
+    indent, at, last = len(first) - len(first.lstrip(b" \t")), end, end
+    while at < len(data):
+        stop = line_end(data, at)
+        line = data[at:stop]
+        if line.strip():
+            if len(line) - len(line.lstrip(b" \t")) <= indent:
+                break
+            last = stop
+        at = stop
+    return last
 
 
 def offside_end(data: bytes, at: int, indent: int) -> int:

@@ -99,6 +99,9 @@ class PythonHooks(LanguageHooks):
     def nested_region(self, root, data, spans):
         return blocks.nested_region(root, data, spans)
 
+    def region_end(self, data, start, end):
+        return blocks.region_end(data, start, end)
+
     def strict_check(self, region, spans):
         return StrictCheck(region, spans)
 
