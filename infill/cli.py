@@ -273,6 +273,7 @@ class Source:
     stat: os.stat_result | None = None
     filled: str = ""
     result: object = None
+    left_broken: bool = False  # its fills are valid, its code around them still broken (left_broken)
     extra: dict = field(default_factory=dict)
 
     @property
@@ -403,7 +404,9 @@ def run_fill(args: argparse.Namespace) -> int:
 
     invalid = {s.path: [line_col(s.text, h.start) for h, f in zip(s.holes, s.result.fills) if f.valid is False] for s in sources}
     skipped = [s for s in sources if invalid[s.path] and args.write and not args.allow_invalid]
-    broken = [s for s in sources if left_broken(s)]
+    for s in sources:
+        s.left_broken = left_broken(s)
+    broken = [s for s in sources if s.left_broken]
     for s in sources:
         for line, col in invalid[s.path]:
             mark = f"{s.path}:{line}:{col}: this fill does not parse"
@@ -481,7 +484,7 @@ def json_record(s: Source, device: str) -> dict:
         "fills": [msgspec.to_builtins(f) for f in r.fills],
         "timings": msgspec.to_builtins(r.timings),
         "changed": s.filled != s.original,
-        "left_broken": left_broken(s),
+        "left_broken": s.left_broken,
     }
 
 

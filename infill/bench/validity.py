@@ -38,7 +38,7 @@ engine's own check (``infill.constraints.is_valid``):
   (errors the cut causes away from the hole count as its baseline), and ``engine_valid``, what
   the engine reported (constrained fills only);
 - ``clean_cut``: the cut document with the fill has no error at all in its judged region
-  (``is_clean``): what the cut broke, the fill mended. A fill that adds no error but leaves the
+  (``verdict``, one parse with ``valid_cut``): what the cut broke, the fill mended. A fill that adds no error but leaves the
   cut document broken (``engine_valid_left_broken`` counts the engine's) seldom parses in the
   original, which has none.
 
@@ -64,7 +64,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infill.bench.quality import DEFAULT_OUT_ROOT, REPO_ROOT, FillEngine, _fill_one, _progress, machine_info, write_results
-from infill.syntax.constraint import is_clean, is_valid
+from infill.syntax.constraint import is_valid, verdict
 from infill.errors import InfillError, InputError
 from infill.syntax.languages import grammar as lookup_grammar, spec_for
 from infill.protocol import FillRequest, FillResult, Hole, Policy, SamplingOptions, Snippet
@@ -387,10 +387,11 @@ def baseline_similarity(original: str, start: int, reference: str) -> float:
 
 def judge(language: str, cut: Cut, fill: str) -> dict:
     """The engine's validity check on ``fill``, against the original file and against the cut document."""
+    valid_cut, clean_cut = verdict(language, cut.text, [(cut.start, cut.start)], [fill]) or (None, None)
     return {
         "valid": is_valid(language, cut.original, [(cut.start, cut.end)], [fill]),
-        "valid_cut": is_valid(language, cut.text, [(cut.start, cut.start)], [fill]),
-        "clean_cut": is_clean(language, cut.text, [(cut.start, cut.start)], [fill]),
+        "valid_cut": valid_cut,
+        "clean_cut": clean_cut,
     }
 
 

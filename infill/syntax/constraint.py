@@ -52,7 +52,7 @@ from infill.syntax.steering import LexState, Lexer
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RequestCheck", "SyntaxConstraint", "for_chunk", "is_clean", "is_valid", "mendable", "truncate_completion"]
+__all__ = ["RequestCheck", "SyntaxConstraint", "for_chunk", "is_clean", "is_valid", "mendable", "truncate_completion", "verdict"]
 
 _SYNTAX_CHARS = set("()[]{}\"'`")
 LOOKAHEAD = 2  # masked slots of a hole whose proposals steering judges, left to right
@@ -126,20 +126,31 @@ def _encoded(fills: list[str]) -> list[bytes]:
     return [f.encode("utf-8", "surrogatepass") for f in fills]
 
 
+def verdict(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> tuple[bool, bool] | None:
+    """(valid, clean) of ``text`` with ``fills`` in ``holes`` (str offsets), from one parse: no new
+    error node (:func:`is_valid`), and no error at all in the judged region (:func:`is_clean`).
+    None when the language has no usable grammar."""
+    doc = _document(language, text, holes)
+    if doc is None:
+        return None
+    new, _, clean = doc.errors(_encoded(fills))
+    return not new, clean
+
+
 def is_valid(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> bool | None:
     """Does ``text`` with ``fills`` in ``holes`` (str offsets) parse with no new error node?
 
     None when the language has no usable grammar. For benchmarks and callers outside the engine.
     """
-    doc = _document(language, text, holes)
-    return doc.valid(_encoded(fills)) if doc is not None else None
+    judged = verdict(language, text, holes, fills)
+    return judged[0] if judged is not None else None
 
 
 def is_clean(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> bool | None:
     """Does ``text`` with ``fills`` in ``holes`` leave the judged region with no error at all
     (Document.errors: what the holes' cut broke elsewhere mended too)? None without a usable grammar."""
-    doc = _document(language, text, holes)
-    return doc.errors(_encoded(fills))[2] if doc is not None else None
+    judged = verdict(language, text, holes, fills)
+    return judged[1] if judged is not None else None
 
 
 def mendable(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> bool:
@@ -369,7 +380,6 @@ class SyntaxConstraint:
                        rest: str | None = None) -> int | None:
         """The first of ``tokens`` (best first) a slot after the state ``st`` may take; None if none may."""
         return next((t for t in tokens if t != self.mask_id and self._may_take(lexer, st, t, room, heal, rest)), None)
-
 
     def first_admissible(self, state, r: int, slot: int, tokens: list[int]) -> int | None:
         """The first of ``tokens`` that window slot ``slot`` of row ``r`` may take, where it is

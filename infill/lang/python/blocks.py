@@ -63,16 +63,10 @@ def region_end(data: bytes, start: int, end: int) -> int:
     ``d``, its body after it; a fill that writes the header is judged with that body). Blank lines
     after its last such line stay out."""
     first = data[start : line_end(data, start)]
-    indent, at, last = len(first) - len(first.lstrip(b" \t")), end, end
-    while at < len(data):
-        stop = line_end(data, at)
-        line = data[at:stop]
-        if line.strip():
-            if len(line) - len(line.lstrip(b" \t")) <= indent:
-                break
-            last = stop
-        at = stop
-    return last
+    stop = offside_end(data, end, len(first) - len(first.lstrip(b" \t")))
+    while stop > end and not data[line_start(data, stop - 1) : stop].strip():
+        stop = line_start(data, stop - 1)
+    return stop
 
 
 def offside_end(data: bytes, at: int, indent: int) -> int:
