@@ -62,7 +62,8 @@ class Fill(msgspec.Struct, frozen=True):
     """The text chosen for one hole."""
 
     text: str
-    score: float  # mean log-probability of the committed tokens under the model
+    score: float  # mean log-probability under the model of the committed tokens and of the fill's end (a causal
+    # model's end: that the text after the hole goes on there, Windows.end_sets)
     valid: bool | None = None  # prefix + fill + suffix parses with no new error; None = unchecked
 
 

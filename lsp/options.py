@@ -29,7 +29,7 @@ class Options:
     # such a fill takes about twice as long, so it is off where a keystroke waits.
     retry: bool = False
     feedback_file: str | None = None  # where infill.recordFeedback writes; None = the user data dir
-    # A cursor suggestion whose score (mean log-probability of its tokens) is below this is not
+    # A cursor suggestion whose score (Fill.score: mean log-probability of its tokens and end) is below this is not
     # shown; None = the model's calibrated default (config.json's min_score), or none. -1000 shows all.
     min_score: float | None = None
     # Candidate fills of a suggestion at the cursor (ghost text or completion list): 1 is the fastest;

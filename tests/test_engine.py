@@ -500,10 +500,15 @@ def test_a_table_row_the_window_cuts_short_is_closed_and_ended_with_the_default_
     assert engine.fill(request).fills[0].text == fill.text
 
 
-def test_a_header_typed_above_its_body_is_completed_as_one_in_one_round_with_the_default_model(one_torch_thread):
+@pytest.fixture(scope="module")
+def default_engine():
+    return Engine.load(EngineConfig(device="cpu"))
+
+
+def test_a_header_typed_above_its_body_is_completed_as_one_in_one_round_with_the_default_model(default_engine, one_torch_thread):
     """A function's header retyped above its body: the fill that completes the header is judged
     with that body (Python's region_end), so it is valid at once and no retry round runs."""
-    engine = Engine.load(EngineConfig(device="cpu"))
+    engine = default_engine
     text = ("import types\n\n\ndef isgenerator(object):\n    return isinstance(object, types.GeneratorType)\n\n\nd"
             "\n    \"\"\"Return true if the object is a coroutine.\"\"\"\n    return isinstance(object, types.CoroutineType)\n")
     at = text.index("d\n    ") + 1
@@ -511,3 +516,15 @@ def test_a_header_typed_above_its_body_is_completed_as_one_in_one_round_with_the
     fill = result.fills[0]
     assert fill.valid is True and fill.text.startswith("ef ") and fill.text.rstrip().endswith(":"), fill.text
     assert result.timings.rounds == 1
+
+
+def test_a_causal_models_fill_inside_brackets_is_scored_by_the_text_after_it_going_on(default_engine, one_torch_thread):
+    """The default model is causal: its end-of-text token is never its word on where a fill
+    inside brackets ends (it gives it about -20 there). The fill's end is scored as the model's
+    probability that the text after the hole (``)``) goes on there."""
+    text = "import os\n\n\ndef load(base, name):\n    return open(os.path.join())\n"
+    at = text.index("join(") + len("join(")
+    fill = default_engine.fill(FillRequest(text=text, holes=[Hole(at, at)], language="python",
+                                           options=SamplingOptions(candidates=1))).fills[0]
+    assert fill.text == "base, name" and fill.valid
+    assert fill.score > -1.0, fill.score

@@ -104,6 +104,24 @@ def test_pad_terminates_the_window_and_every_slot_is_filled_or_padded():
     assert not (state.ids == MASK).any()
 
 
+def test_an_end_with_an_end_set_is_scored_as_that_set_not_as_the_pad():
+    # Slot 3's logits: pad 5.0 and every other token 0.0 (the mask token is never proposed). With
+    # tokens 7 and 9 as the text after the hole, the pad committed there is scored as their joint
+    # log-probability; without, as the pad.
+    end = torch.tensor([[-1, -1, -1, 0, 0, 0]])
+    logp = torch.log_softmax(torch.tensor([5.0, float("-inf")] + [0.0] * (V - 2)), -1)
+    for ends in (end, None):
+        state = fresh(W=6)
+        if ends is not None:
+            state.ends, state.end_sets = ends, torch.zeros(1, V, dtype=torch.bool)
+            state.end_sets[0, [7, 9]] = True
+        denoise(Scripted(pad_from=3), empty_ctx(1), state, Schedule(steps=6, frontier=True, policy="left-to-right"))
+        assert state.ids[0].tolist() == [3, 4, 5, PAD, PAD, PAD]
+        want = torch.logsumexp(logp[[7, 9]], 0) if ends is not None else logp[PAD]
+        assert float(state.logprob[0, 3]) == pytest.approx(float(want), abs=1e-5)
+        assert state.logprob[0, :3].tolist() == pytest.approx([float(logp[0])] * 3, abs=1e-5)  # (5.0 at their token)
+
+
 def test_pad_tail_is_per_hole():
     hole = torch.tensor([[0, 0, 0, 1, 1, 1]])
     committed_pad = torch.tensor([[False, True, False, False, False, False]])

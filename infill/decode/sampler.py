@@ -84,6 +84,10 @@ class Windows:
     no_pad: torch.Tensor | None = None  # [R, W] bool: slots that may not be pad (a hole's minimum)
     only: torch.Tensor | None = None  # [R, W] long: the row of ``only_sets`` a slot's token must come from, -1: any
     only_sets: torch.Tensor | None = None  # [S, V] bool: token sets (a healed token's extensions)
+    ends: torch.Tensor | None = None  # [R, W] long: the row of ``end_sets`` that ends a slot's hole, -1: the pad
+    end_sets: torch.Tensor | None = None  # [S, V] bool: the tokens that the text after a hole starts with. A pad
+    # committed at a slot with a set gets their joint log-probability, not the pad's own: for a model whose pad
+    # is not its word on where a fill ends (a causal model's end of text), that the text after the hole goes on there
 
     @property
     def valid(self) -> torch.Tensor:
@@ -269,6 +273,20 @@ def rescue(constraint, state: Windows, candidates: torch.Tensor, allowed: torch.
         if t is not None:
             token[r, slot], logp[r, slot], conf[r, slot] = t, lp[t], lp[t].exp()
             allowed[r, slot] = True
+
+
+def end_logprob(logp: torch.Tensor, ending: torch.Tensor, candidates: torch.Tensor, state: Windows,
+                logp_all: torch.Tensor, row_of: torch.Tensor) -> torch.Tensor:
+    """``logp`` [R, W] with each candidate slot that ends its hole (``ending``, a pad) and has an
+    end set (``state.ends``) given the joint log-probability of that set's tokens under its
+    distribution (``logp_all``, rows numbered by ``row_of``)."""
+    at = candidates & ending & (state.ends >= 0)
+    if not at.any():
+        return logp
+    sets = state.end_sets[state.ends[at]]
+    logp = logp.clone()
+    logp[at] = torch.logsumexp(logp_all[row_of[at]].masked_fill(~sets, float("-inf")), dim=-1)
+    return logp
 
 
 def per_hole_count(hole: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
@@ -557,6 +575,8 @@ class Denoiser:
         refused = candidates & ~allowed
         if refused.any():  # (a row's frontier is judged as without drafts: its slot alone)
             rescue(constraint, state, candidates, allowed, logp_all, (token, logp, conf), among=first)
+        if state.ends is not None:
+            logp = end_logprob(logp, token == pad_id, candidates, state, logp_all, row_of)
         if schedule.policy == "left-to-right":  # the autoregressive-equivalent order in each hole, never past a refusal
             score = torch.where(candidates, -hole_rank(state.hole).float(), float("-inf"))
             allowed &= ~past_refusal(state.hole, refused)

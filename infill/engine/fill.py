@@ -51,6 +51,7 @@ MAX_HOLE_TOKENS = 512
 EXPAND_START = 4  # live slots a variable-length hole starts with (DreamOn's min_gen_len); it grows by expand tokens
 RECENT_FILLS = 8  # the latest fills' tokens that drafts are looked up in (Engine.recent_fills)
 TOKEN_SETS = 64  # the latest token sets an engine keeps (Engine.token_set)
+END_BYTES = 48  # the text after a hole read for the tokens it starts with (Engine.end_set): longer than a token
 LINE_BREAK = "line break"  # a ban (_Prepared.bans) of every token that holds a line break
 
 
@@ -389,13 +390,12 @@ class Engine:
         key = (head, anywhere)
         ok = self._token_sets.pop(key, None)
         if ok is None:
-            if self._vocab_bytes is None:
-                self._vocab_bytes = sorted((self.tokenizer.token_bytes(i), i) for i in range(self.tokenizer.vocab_size))
+            vocab = self.vocab_bytes()
             if anywhere:
-                ids = [i for b, i in self._vocab_bytes if head in b]
+                ids = [i for b, i in vocab if head in b]
             else:
                 ids = []
-                for b, i in itertools.islice(self._vocab_bytes, bisect.bisect_left(self._vocab_bytes, (head,)), None):
+                for b, i in itertools.islice(vocab, bisect.bisect_left(vocab, (head,)), None):
                     if not b.startswith(head):
                         break
                     ids.append(i)
@@ -406,6 +406,24 @@ class Engine:
                 del self._token_sets[next(iter(self._token_sets))]
         self._token_sets[key] = ok
         return ok
+
+    def vocab_bytes(self) -> list[tuple[bytes, int]]:
+        """Every token's (bytes, id), sorted by bytes."""
+        if self._vocab_bytes is None:
+            self._vocab_bytes = sorted((self.tokenizer.token_bytes(i), i) for i in range(self.tokenizer.vocab_size))
+        return self._vocab_bytes
+
+    def end_set(self, after: bytes) -> torch.Tensor:
+        """[V] bool: the tokens that ``after`` starts with (their bytes are a non-empty head of it)."""
+        vocab, ids = self.vocab_bytes(), []
+        for n in range(1, min(len(after), END_BYTES) + 1):
+            at = bisect.bisect_left(vocab, (after[:n],))
+            while at < len(vocab) and vocab[at][0] == after[:n]:
+                ids.append(vocab[at][1])
+                at += 1
+        ok = torch.zeros(self.model.vocab_size, dtype=torch.bool)
+        ok[ids] = True
+        return ok.to(self.device)
 
     def slot_set(self, head: bytes, ban: int | str | None) -> torch.Tensor:
         """[V] bool: the tokens a slot bound to healed bytes ``head`` ("": none) and ``ban`` may take:
@@ -677,7 +695,27 @@ class Engine:
             for (r, k), kind in bound.items():
                 only[r, k] = kinds.index(kind)
             state.only, state.only_sets = only.to(dev), torch.stack([self.slot_set(*kind) for kind in kinds])
+        if self.model.capabilities.left_to_right:
+            self.bind_ends(state, prepared, lay)
         return state
+
+    def bind_ends(self, state: Windows, prepared: list[_Prepared], lay: "_Layout") -> None:
+        """Bind each hole's slots to the tokens that the text after it starts with (Windows.end_sets):
+        a causal model's pad is its end of text, never its word on where a fill ends, so a fill's end
+        is scored as the text after the hole going on there. A hole at the end of the text keeps the pad."""
+        afters: list[bytes] = []
+        ends = torch.full(lay.hole.shape, -1, dtype=torch.long)
+        for r, ri in enumerate(lay.rows):
+            request = prepared[ri].request
+            for h, hole in enumerate(request.holes):
+                stop = request.holes[h + 1].start if h + 1 < len(request.holes) else len(request.text)
+                after = request.text[hole.end : min(stop, hole.end + END_BYTES)].encode("utf-8")
+                if after:
+                    if after not in afters:
+                        afters.append(after)
+                    ends[r][lay.hole[r] == h] = afters.index(after)
+        if afters:
+            state.ends, state.end_sets = ends.to(self.device), torch.stack([self.end_set(a) for a in afters])
 
     def commit_leads(self, state: Windows, prepared: list[_Prepared], rows: list[int]) -> None:
         """Commit each row's lead tokens (a known indentation) at the start of its holes' windows."""
