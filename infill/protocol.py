@@ -62,8 +62,9 @@ class Fill(msgspec.Struct, frozen=True):
     """The text chosen for one hole."""
 
     text: str
-    score: float  # mean log-probability under the model of the committed tokens and of the fill's end (a causal
-    # model's end: that the text after the hole goes on there, Windows.end_sets)
+    score: float  # log-probability under the model of the fill: the sum over its tokens and its end (a causal
+    # model's end: that the text after the hole goes on there, Windows.end_sets); exp(score) is how likely the
+    # model holds this exact fill, so the language server's threshold reads it
     valid: bool | None = None  # prefix + fill + suffix parses with no new error; None = unchecked
 
 

@@ -29,7 +29,7 @@ class Options:
     # such a fill takes about twice as long, so it is off where a keystroke waits.
     retry: bool = False
     feedback_file: str | None = None  # where infill.recordFeedback writes; None = the user data dir
-    # A cursor suggestion whose score (Fill.score: mean log-probability of its tokens and end) is below this is not
+    # A cursor suggestion whose score (Fill.score: the log-probability of the whole fill) is below this is not
     # shown; None = the model's calibrated default (config.json's min_score), or none. -1000 shows all.
     min_score: float | None = None
     # Candidate fills of a suggestion at the cursor (ghost text or completion list): 1 is the fastest;
@@ -96,7 +96,7 @@ def _check(name: str, value: Any) -> Any:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value > 0:
-            raise ValueError(f"expected a number <= 0 (a mean log-probability), got {value!r}")
+            raise ValueError(f"expected a number <= 0 (a log-probability), got {value!r}")
         return float(value)
     if name == "max_tokens":
         return _int(value, 1, MAX_TOKENS_LIMIT)

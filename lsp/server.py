@@ -80,7 +80,7 @@ def declared_languages(model_dir: Path) -> tuple[str, ...] | None:
 
 
 def declared_min_score(model_dir: Path) -> float | None:
-    """config.json's ``min_score``: the score (Fill.score: mean log-probability of a fill's tokens and its end) under which
+    """config.json's ``min_score``: the score (Fill.score: the log-probability of a whole fill) under which
     the model's cursor suggestions are not shown, as calibrated for that model; None: none."""
     value = _model_config(model_dir).get("min_score")
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from rich.console import Console
 
 from infill.bench.calibrate import choose, curve, read_set, run
+from infill.errors import InputError
 
 
 def write(path, records):
@@ -59,3 +61,28 @@ def test_one_languages_seeds_pool_into_one_set(tmp_path):
     cal = write(tmp_path / "cal", [quality(-0.1, True)])
     summary = run([cal, a, b], 0.5, None, None, Console(file=open("/dev/null", "w")))
     assert summary["sets"]["real code: go"]["requests"] == 3
+
+
+def test_several_languages_pool_into_one_more_set_which_can_calibrate(tmp_path):
+    def rec(score, right):
+        return {"mode": "constrained", "exact_stripped": right, "score": score, "valid": True, "engine_valid": True, "fill": "a"}
+
+    go = write(tmp_path / "s7" / "go", [rec(-1.0, True), rec(-2.0, False)])
+    c = write(tmp_path / "s7" / "c", [rec(-1.5, True), rec(-3.0, True)])
+    cal = write(tmp_path / "cal", [quality(-0.1, True), quality(-5.0, False)])
+    quiet = Console(file=open("/dev/null", "w"))
+    summary = run([cal, go, c], 0.75, None, None, quiet, calibrate_on="real code: all languages")
+    assert summary["calibration_set"] == "real code: all languages"
+    assert summary["sets"]["real code: all languages"]["requests"] == 4
+    assert summary["threshold"] == -3.0  # -1.0, -1.5, -2.0, -3.0 shown: 3 of 4 right
+    assert summary["sets"]["cal"]["at_threshold"]["coverage"] == 0.5
+    assert run([cal, go], 0.75, None, None, quiet)["sets"].keys() == {"cal", "real code: go"}  # one language: no pool
+    with pytest.raises(InputError, match="no such set"):
+        run([cal, go], 0.75, None, None, quiet, calibrate_on="real code: rust")
+
+
+def test_a_given_threshold_is_reported_not_chosen(tmp_path):
+    cal = write(tmp_path / "cal", [quality(-1.0, True), quality(-2.0, False), quality(-3.0, True)])
+    summary = run([cal], 0.5, None, None, Console(file=open("/dev/null", "w")), threshold=-2.5)
+    assert summary["threshold"] == -2.5 and summary["calibration_set"] is None
+    assert summary["sets"]["cal"]["at_threshold"]["coverage"] == 2 / 3 and summary["sets"]["cal"]["at_threshold"]["precision"] == 0.5

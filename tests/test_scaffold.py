@@ -134,7 +134,7 @@ def test_split_puts_a_hole_at_each_headers_head_and_join_makes_one_fill_again():
     result = FillResult(fills=[Fill(text=f, score=-1.0, valid=True) for f in fills], timings=Timings(), model="m")
     joined = scaffold.join(req, split, result)
     assert [f.text for f in joined.fills] == ["res = []\n    for c in s:\n        if c:\n"]
-    assert joined.fills[0].valid is True and joined.fills[0].score == -1.0
+    assert joined.fills[0].valid is True and joined.fills[0].score == -3.0  # the three fills' joint log-probability
     bare = scaffold.join(req, split, result, free=False)
     assert bare.fills[0].text == "    for c in s:\n        if c:\n"  # no blank line where the free lines were
 

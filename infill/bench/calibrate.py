@@ -1,14 +1,17 @@
 """`infill bench calibrate`: precision against coverage of the fill score, and the threshold to stay quiet.
 
-A suggestion is *shown* where its fill is judged valid, is not blank, and scores (the mean
-log-probability of its tokens, Fill.score) at least the threshold; it is *right* where it passes
+A suggestion is *shown* where its fill is judged valid, is not blank, and scores (Fill.score:
+the log-probability of the whole fill, its tokens and its end) at least the threshold; it is *right* where it passes
 its tests (`infill bench quality` records) or equals the hidden text, whitespace aside
 (`infill bench validity` records, their constrained fills; one language's directories from
-several seeds pool into one set). For each set of records:
+several seeds pool into one set, and with several languages all of them pool into one more,
+``real code: all languages``). For each set of records:
 coverage = shown / requests, precision = right / shown, at every threshold.
 
-The threshold is chosen on the first set given (the calibration set): the lowest score at which
-precision there is at least ``--target`` (more coverage, as long as the target holds). The other
+The threshold is chosen on one set (the calibration set: the first given, or ``--calibrate-on``
+NAME): the lowest score at which precision there is at least ``--target`` (more coverage, as long
+as the target holds); or it is given (``--threshold``: what a model's ``min_score`` does on sets it
+was not chosen on). The other
 sets report what that threshold gives on samples it was not chosen on. ``--write-config DIR``
 stores it as DIR/config.json's ``min_score`` (what the language server uses by default).
 
@@ -26,7 +29,7 @@ from rich.table import Table
 
 from infill.errors import InputError
 
-GRID = (-0.05, -0.1, -0.15, -0.2, -0.25, -0.3, -0.4, -0.5, -0.75, -1.0, -1.5, -2.0, -3.0, float("-inf"))
+GRID = (-0.1, -0.25, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -5.0, -6.0, -8.0, -10.0, -15.0, float("-inf"))  # (a whole fill's log-probability)
 
 
 def read_set(path: Path) -> tuple[str, list[dict]]:
@@ -75,7 +78,7 @@ def choose(rows: list[dict], target: float) -> float | None:
     return best
 
 
-def plot(sets: dict[str, list[dict]], chosen: float | None, path: Path) -> None:
+def plot(sets: dict[str, list[dict]], chosen: float | None, path: Path, calibration: str | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -87,7 +90,8 @@ def plot(sets: dict[str, list[dict]], chosen: float | None, path: Path) -> None:
         scores = sorted({r["score"] for r in rows if r["ok"]}, reverse=True)
         pts = [(c["coverage"], c["precision"]) for c in curve(rows, scores) if c["precision"] is not None]
         color = colors[(2 * i) % len(colors) + (i * 2 // len(colors)) % 2]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], "-", color=color, label=name, linewidth=1.4 if i < 2 else 1.0)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "-", color=color, label=name,
+                linewidth=2.4 if name == calibration else 1.4 if i < 2 else 1.0)
         if chosen is not None:
             at = curve(rows, [chosen])[0]
             if at["precision"] is not None:
@@ -107,18 +111,28 @@ def plot(sets: dict[str, list[dict]], chosen: float | None, path: Path) -> None:
     plt.close(fig)
 
 
-def run(results: list[Path], target: float, out: Path | None, write_config: Path | None, console: Console) -> dict:
+POOLED = "real code: all languages"
+
+
+def run(results: list[Path], target: float, out: Path | None, write_config: Path | None, console: Console,
+        calibrate_on: str | None = None, threshold: float | None = None) -> dict:
     sets: dict[str, list[dict]] = {}
     for p in results:  # sets of the same name (one language's holes under several seeds) pool
         name, rows = read_set(p)
         sets.setdefault(name, []).extend(rows)
-    first = next(iter(sets))
-    chosen = choose(sets[first], target)
-    summary = {"calibration_set": first, "target_precision": target, "threshold": chosen,
+    real = [name for name in sets if name.startswith("real code: ")]
+    if len(real) > 1:
+        sets[POOLED] = [r for name in real for r in sets[name]]
+    first = calibrate_on or next(iter(sets))
+    if first not in sets:
+        raise InputError(f"--calibrate-on {first!r}: no such set (sets: {', '.join(sets)})")
+    chosen = choose(sets[first], target) if threshold is None else threshold
+    summary = {"calibration_set": first if threshold is None else None, "target_precision": target, "threshold": chosen,
                "sets": {name: {"requests": len(rows), "at_threshold": curve(rows, [chosen])[0] if chosen is not None else None,
                                "all_shown": curve(rows, [float("-inf")])[0], "curve": curve(rows)}
                         for name, rows in sets.items()}}
-    table = Table(title=f"threshold {chosen} (chosen on {first} for precision >= {target})")
+    how = f"chosen on {first} for precision >= {target}" if threshold is None else "given"
+    table = Table(title=f"threshold {chosen} ({how})")
     for col in ("set", "requests", "coverage", "precision", "coverage (all)", "precision (all)"):
         table.add_column(col)
     for name, s in summary["sets"].items():
@@ -131,7 +145,7 @@ def run(results: list[Path], target: float, out: Path | None, write_config: Path
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
         try:
-            plot(sets, chosen, out / "precision_coverage.png")
+            plot(sets, chosen, out / "precision_coverage.png", first if threshold is None else None)
         except ImportError:
             console.print("matplotlib is not installed: no plot (pip install 'infill[plots]')")
     if write_config is not None and chosen is not None:
@@ -146,11 +160,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results", type=Path, nargs="+", metavar="RESULTS",
                         help="results directories of infill bench quality / validity (per language); the first calibrates")
     parser.add_argument("--target", type=float, default=0.5, help="the precision to reach on the calibration set")
+    parser.add_argument("--calibrate-on", default=None, metavar="NAME",
+                        help=f"the set that calibrates, by its name in the table (e.g. '{POOLED}'); default: the first given")
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="report at this threshold (e.g. a model's min_score) instead of choosing one")
     parser.add_argument("--out", type=Path, default=None, help="write summary.json and precision_coverage.png here")
     parser.add_argument("--write-config", type=Path, default=None, metavar="MODEL_DIR",
                         help="store the threshold as MODEL_DIR/config.json's min_score")
 
 
 def main(args: argparse.Namespace) -> int:
-    run(args.results, args.target, args.out, args.write_config, Console())
+    if args.threshold is not None and args.write_config is not None:
+        raise InputError("--threshold reports at a given threshold; --write-config stores a chosen one: not both")
+    run(args.results, args.target, args.out, args.write_config, Console(), args.calibrate_on, args.threshold)
     return 0

@@ -753,8 +753,9 @@ class Engine:
         return [msgspec.structs.replace(f, text=f.text[: ends[(r, h)]]) if (r, h) in ends else f for h, f in enumerate(fills)]
 
     def decode_row(self, ids: torch.Tensor, logprob: torch.Tensor, hole: torch.Tensor, heals: list[bytes]) -> tuple[list[Fill], float, int]:
-        """One row's fills (each cut at its first pad, its healed bytes dropped), its mean
-        log-probability, its token count. Each fill's tokens join ``recent_fills``, where the next
+        """One row's fills (each cut at its first pad, its healed bytes dropped; each scored by the
+        joint log-probability of its tokens and the pad that ended it, Fill.score), the row's mean
+        log-probability (how its candidates rank, whatever their length), its token count. Each fill's tokens join ``recent_fills``, where the next
         fills' drafts look (a keystroke's fill often writes what the last one wrote)."""
         pad = self.model.pad_id
         fills, total, count, filled = [], 0.0, 0, 0
@@ -769,7 +770,7 @@ class Engine:
             filled += n
             if n:
                 self.recent_fills.append(tok[:n].tolist())
-            fills.append(Fill(text=self.text_of(tok[:n].tolist(), heal), score=float(lp.mean()) if len(lp) else 0.0))
+            fills.append(Fill(text=self.text_of(tok[:n].tolist(), heal), score=float(lp.sum())))
         return fills, total / max(count, 1), filled
 
     def draft(self, p: _Prepared, step, hole: torch.Tensor, number: int, ends: dict[tuple[int, int], int]) -> Draft:

@@ -76,7 +76,8 @@ def _line_levels(levels: tuple[int, ...] | None, widths: list[int]) -> tuple[int
 def join(request: FillRequest, scaffolded: FillRequest, result: FillResult, free: bool = True) -> FillResult:
     """The result of ``request`` from that of its ``scaffolded`` request: its one fill is the text
     between the hole's start and the text after it once every hole is filled (without the free
-    lines unless ``free``), valid where all fills are, scored by their mean."""
+    lines unless ``free``), valid where all fills are, scored by the sum of their scores (the joint
+    log-probability of the text they make together, as Fill.score is of one fill)."""
     fills = result.fills
     texts = [f.text for f in fills]
     blank = not (free and texts[0].strip())
@@ -85,5 +86,5 @@ def join(request: FillRequest, scaffolded: FillRequest, result: FillResult, free
     start, after = request.holes[0].start, len(request.text) - request.holes[0].end
     text = filled[start + blank : len(filled) - after]  # no free lines: no blank line before the headers
     valid = False if any(f.valid is False for f in fills) else (True if all(f.valid for f in fills) else None)
-    score = sum(f.score for f in fills) / len(fills)
+    score = sum(f.score for f in fills)
     return msgspec.structs.replace(result, fills=[Fill(text=text, score=score, valid=valid)])
