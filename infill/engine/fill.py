@@ -703,17 +703,19 @@ class Engine:
         """Bind each hole's slots to the tokens that the text after it starts with (Windows.end_sets):
         a causal model's pad is its end of text, never its word on where a fill ends, so a fill's end
         is scored as the text after the hole going on there. A hole at the end of the text keeps the pad."""
-        afters: list[bytes] = []
+        afters: dict[bytes, int] = {}  # the text after a hole: its row of end_sets
+        per_request: dict[int, list[int]] = {}  # each request's holes' rows (-1: none), once for its candidate rows
         ends = torch.full(lay.hole.shape, -1, dtype=torch.long)
         for r, ri in enumerate(lay.rows):
-            request = prepared[ri].request
-            for h, hole in enumerate(request.holes):
-                stop = request.holes[h + 1].start if h + 1 < len(request.holes) else len(request.text)
-                after = request.text[hole.end : min(stop, hole.end + END_BYTES)].encode("utf-8")
-                if after:
-                    if after not in afters:
-                        afters.append(after)
-                    ends[r][lay.hole[r] == h] = afters.index(after)
+            if ri not in per_request:
+                request, rows = prepared[ri].request, []
+                for h, hole in enumerate(request.holes):
+                    stop = request.holes[h + 1].start if h + 1 < len(request.holes) else len(request.text)
+                    after = request.text[hole.end : min(stop, hole.end + END_BYTES)].encode("utf-8")
+                    rows.append(afters.setdefault(after, len(afters)) if after else -1)
+                per_request[ri] = rows
+            for h, row in enumerate(per_request[ri]):
+                ends[r][lay.hole[r] == h] = row
         if afters:
             state.ends, state.end_sets = ends.to(self.device), torch.stack([self.end_set(a) for a in afters])
 
@@ -755,8 +757,9 @@ class Engine:
     def decode_row(self, ids: torch.Tensor, logprob: torch.Tensor, hole: torch.Tensor, heals: list[bytes]) -> tuple[list[Fill], float, int]:
         """One row's fills (each cut at its first pad, its healed bytes dropped; each scored by the
         joint log-probability of its tokens and the pad that ended it, Fill.score), the row's mean
-        log-probability (how its candidates rank, whatever their length), its token count. Each fill's tokens join ``recent_fills``, where the next
-        fills' drafts look (a keystroke's fill often writes what the last one wrote)."""
+        log-probability (how its candidates rank, whatever their length), its token count. Each
+        fill's tokens join ``recent_fills``, where the next fills' drafts look (a keystroke's fill
+        often writes what the last one wrote)."""
         pad = self.model.pad_id
         fills, total, count, filled = [], 0.0, 0, 0
         for h, heal in enumerate(heals):
