@@ -36,6 +36,10 @@ class SamplingOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     constrained: bool = True  # syntax-checked steering, repair and selection
     retry: bool = True  # a constrained fill still invalid gets one more, stricter round (engine.fill_batch)
     deadline_ms: float | None = None  # stop denoising after this long and return what is there
+    min_score: float | None = None  # a fill scored under this is not wanted (the language server's floor): under a
+    # left-to-right schedule, whose committed tokens can only lower a fill's score, Engine.fill stops once every
+    # candidate is under it (FillResult.below_floor). Elsewhere (another schedule, infill serve's stepper) the fill
+    # completes as without it
 
 
 class Snippet(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -86,6 +90,8 @@ class FillResult(msgspec.Struct):
     fills: list[Fill]  # one per hole, in request order
     timings: Timings
     model: str
+    below_floor: bool = False  # stopped under SamplingOptions.min_score: every fill is empty, valid None, and scored
+    # by the tokens it had (at least what the whole fill would have scored)
 
 
 class Draft(msgspec.Struct):

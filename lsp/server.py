@@ -296,10 +296,12 @@ class InfillServer(LanguageServer):
 
     def sampling(self, cursor: bool = False) -> SamplingOptions:
         """The fills' options; ``cursor``: a suggestion at the cursor, with cursor_candidates (ghost
-        text and the completion list alike, so that the two share one fill)."""
+        text and the completion list alike, so that the two share one fill) and the floor under which
+        it is not shown (:meth:`min_score`), so that the engine may stop a fill once it falls under."""
         o = self.options
         return SamplingOptions(steps=o.steps, threshold=o.threshold, constrained=o.constrained, retry=o.retry,
-                               candidates=o.cursor_candidates if cursor else 0)
+                               candidates=o.cursor_candidates if cursor else 0,
+                               min_score=self.min_score() if cursor else None)
 
     # -- filling --------------------------------------------------------------------------------
 
@@ -392,6 +394,8 @@ class InfillServer(LanguageServer):
                   "%d candidates, %d rounds, %d tokens of %d context): score %.3f, valid %s", uri, position.line + 1,
                   t.total_ms, t.context_ms, t.denoise_ms, t.constrain_ms, t.rank_ms, t.steps, t.candidates, t.rounds,
                   t.tokens_filled, t.context_tokens, result.fills[0].score, result.fills[0].valid)
+        if result.below_floor:
+            log.debug("stopped a fill under the floor (%.3f) at %s:%d", self.min_score(), uri, position.line + 1)
         if doc.version != version or self.document(uri) is not doc or doc.source != text:
             log.debug("dropping a fill for an outdated version of %s", uri)
             return None

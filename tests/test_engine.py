@@ -528,3 +528,23 @@ def test_a_causal_models_fill_inside_brackets_is_scored_by_the_text_after_it_goi
                                            options=SamplingOptions(candidates=1))).fills[0]
     assert fill.text == "base, name" and fill.valid
     assert fill.score > -3.0, fill.score  # its 4 tokens' and its end's log-probability (the pad's alone: about -20)
+
+
+def test_a_fill_that_falls_under_its_floor_stops_there_and_says_so(default_engine, one_torch_thread):
+    """The default model's schedule is left to right, so a fill's committed tokens only lower its
+    score: once they are under ``min_score`` the fill would not be shown, and it stops there, empty,
+    unjudged, scored by what it had. A floor under every score changes nothing."""
+    text = "import os\n\n\ndef load(base, name):\n    for alias in \n"
+    at = text.index("in ") + len("in ")
+    def fill(floor):
+        default_engine.forget(contexts=False)  # no drafts from the fill before
+        return default_engine.fill(FillRequest(text=text, holes=[Hole(at, at)], language="python",
+                                               options=SamplingOptions(candidates=1, min_score=floor)))
+    whole, low, high = fill(None), fill(-1000.0), fill(-0.05)
+    assert whole.fills[0].text and whole.fills[0].score < -0.05, whole.fills[0]
+    assert not whole.below_floor and not low.below_floor
+    assert [(f.text, f.score, f.valid) for f in low.fills] == [(f.text, f.score, f.valid) for f in whole.fills]
+    assert high.below_floor and high.fills[0].text == "" and high.fills[0].valid is None
+    assert whole.fills[0].score <= high.fills[0].score < -0.05  # what it had: at least what the whole fill scores
+    assert high.timings.steps < whole.timings.steps and high.timings.rounds == 1
+    assert default_engine.recent_fills  # what it had: the next keystroke's drafts

@@ -62,3 +62,18 @@ def test_uninstalled_grammar_degrades(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="infill.syntax.languages"):
         assert languages.grammar("nolang") is None
     assert "unavailable" in caplog.text
+
+
+def test_a_parse_from_scratch_is_kept_for_the_same_bytes_and_never_edited():
+    from infill.syntax.languages import KEPT_TREES, grammar
+
+    g = grammar("python")
+    data = b"def f(x):\n    return x\n"
+    tree = g.parse(data)
+    assert g.parse(bytes(data)) is tree  # equal bytes, not the same object
+    edited = tree.copy()
+    edited.edit(start_byte=4, old_end_byte=5, new_end_byte=5, start_point=(0, 4), old_end_point=(0, 5), new_end_point=(0, 5))
+    assert g.parse(b"def g(x):\n    return x\n", old_tree=edited) is not g.parse(b"def g(x):\n    return x\n")
+    for i in range(KEPT_TREES):
+        g.parse(b"x = %d\n" % i)
+    assert g.parse(data) is not tree and str(g.parse(data).root_node) == str(tree.root_node)

@@ -10,8 +10,8 @@ import torch
 from infill.errors import Cancelled
 from infill.model.seam import Capabilities
 from infill.model.network import BoundContext, DiffusionLM, ModelConfig
-from infill.decode.sampler import (Schedule, Windows, choose, denoise, denoise_steps, pad_tail, propose, ranked, tokens_this_step,
-                            top_p_filter)
+from infill.decode.sampler import (Schedule, Windows, choose, committed_scores, denoise, denoise_steps, pad_tail, propose,
+                            ranked, tokens_this_step, top_p_filter)
 
 V = 16
 PAD, MASK = 0, 1
@@ -586,3 +586,11 @@ def test_a_wrong_draft_commits_only_the_frontier_and_sampled_rows_never_speculat
     den_steps = list(denoise_steps(Counting(), empty_ctx(1), fresh(W=4), sampled, generators=[torch.Generator().manual_seed(0)],
                                    drafter=right))
     assert len(den_steps) == 4  # a row that samples commits one slot a step
+
+
+def test_committed_scores_sum_each_holes_committed_tokens_without_pads_or_batch_padding():
+    # row 0: hole 0 has two committed tokens and a pad, hole 1 one committed and one masked; row 1: padding at the end
+    ids = torch.tensor([[5, 6, 0, 7, 3], [5, 3, 3, 3, 0]])
+    state = Windows(ids=ids, pos=torch.zeros_like(ids), hole=torch.tensor([[0, 0, 0, 1, 1], [0, 0, 1, 1, -1]]),
+                    masked=ids == 3, logprob=torch.tensor([[-0.5, -1.0, -9.0, -2.0, 0.0], [-0.25, 0.0, 0.0, 0.0, -7.0]]))
+    assert committed_scores(state, pad_id=0, holes=2).tolist() == [[-1.5, -2.0], [-0.25, 0.0]]

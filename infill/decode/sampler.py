@@ -610,6 +610,17 @@ class Denoiser:
         return Step(self.step, state.ids.clone(), state.masked.clone(), state.logprob.clone(), pick, not state.masked.any())
 
 
+def committed_scores(state: Windows, pad_id: int, holes: int) -> torch.Tensor:
+    """[R, holes] the log-probability of each row's committed tokens in each hole, pads left out.
+    Under a frontier schedule a hole's committed tokens are its fill's first ones, and every log-
+    probability is at most 0, so this is at least the score the fill will end with (Fill.score):
+    it can only fall. (Another schedule may end a fill before tokens it committed: no such bound.)"""
+    content = ~state.masked & state.valid & (state.ids != pad_id)
+    lp = torch.where(content, state.logprob.float(), 0.0)
+    out = torch.zeros((state.ids.shape[0], holes), dtype=lp.dtype, device=lp.device)
+    return out.scatter_add_(1, state.hole.clamp_min(0), lp)
+
+
 @torch.inference_mode()
 def denoise_steps(
     model: DiffusionModel,

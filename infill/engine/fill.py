@@ -37,7 +37,7 @@ from infill.protocol import Draft, Fill, FillRequest, FillResult, SamplingOption
 from infill.engine.drafts import PromptLookup
 from infill.engine.finish import (Finisher, as_result, drop_indent, join_scaffold, merge_retry, result_rank, stay_quiet,
                                   strict_request)
-from infill.decode.sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, denoise_steps
+from infill.decode.sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, committed_scores, denoise_steps
 from infill.syntax.hooks import Shape, hooks_for
 from infill.syntax.languages import spec_for
 from infill.text import related
@@ -214,7 +214,7 @@ def needs_retry(p: _Prepared, result: FillResult, cancel: CancelFlag | None) -> 
     """Is ``result`` a constrained fill judged invalid, with time for another round (not
     cancelled, no deadline: a deadline's fill returns what it has)?"""
     o = p.request.options
-    return (o.constrained and o.retry and not o.deadline_ms and not (cancel is not None and cancel.is_set())
+    return (o.constrained and o.retry and not o.deadline_ms and not result.below_floor and not (cancel is not None and cancel.is_set())
             and any(f.valid is False for f in result.fills))
 
 
@@ -489,6 +489,7 @@ class Engine:
         fill did, :meth:`unlike`); its result is the retry's where that is valid. A hole that
         its language's hooks fill as several (``scaffold``: Python's nested block headers, one hole
         per header's head) is filled so, in one round as strict as a retry, and joined again.
+        A request that stopped under its ``min_score`` (FillResult.below_floor) gets no other round.
         """
         prepared = [self.prepare(r) for r in requests]
         # A hole that its language fills as several holes (a scaffold: infill/syntax/hooks.py).
@@ -515,9 +516,11 @@ class Engine:
             for i in again:
                 results[i] = merge_retry(results[i], retried[i])
         if constraint is None:
-            self.echo_round(prepared, results, [i for i in range(len(requests)) if i not in work], cancel)
+            self.echo_round(prepared, results, [i for i in range(len(requests)) if i not in work and not results[i].below_floor],
+                            cancel)
         for i, p in scaffolded.items():
-            results[i] = join_scaffold(p.request, p.indents[0], work[i][0], results[i])
+            results[i] = join_scaffold(p.request, p.indents[0], work[i][0], results[i]) if not results[i].below_floor else \
+                msgspec.structs.replace(results[i], fills=[Fill(text="", score=sum(f.score for f in results[i].fills))])
         if constraint is None:  # after every round: a cursor completion that cannot be made valid says nothing
             results = [stay_quiet(r, res) for r, res in zip(requests, results)]
         return results  # type: ignore[return-value]
@@ -528,7 +531,7 @@ class Engine:
         groups: dict[tuple, list[int]] = {}  # requests that can share one schedule
         for i in members_of:
             o = prepared[i].request.options
-            groups.setdefault((o.steps, o.threshold, o.policy, o.temperature, o.top_p), []).append(i)
+            groups.setdefault((o.steps, o.threshold, o.policy, o.temperature, o.top_p, o.min_score), []).append(i)
         for members in groups.values():
             chunk: list[int] = []
             slots = 0
@@ -582,6 +585,8 @@ class Engine:
         finisher, ends = Finisher(self.tokenizer, syntax), {}
         finished_at = torch.zeros(R, dtype=torch.long)
         drafter = self.drafter(prepared, rows, schedule)
+        floor = prepared[0].request.options.min_score if schedule.frontier else None  # (a chunk shares it)
+        holes, sunk = max(len(p.heals) for p in prepared), None
         for step in denoise_steps(self.model, bound, state, schedule, gens, constraint or syntax or NoConstraint(), cancel,
                                   deadline, row_steps, drafter):
             if schedule.frontier:
@@ -589,7 +594,18 @@ class Engine:
             finished_at = torch.where((finished_at == 0) & ~state.masked.any(1).cpu(), step.step, finished_at)
             if drafting is not None and step.step % drafting[1] == 0:
                 drafting[0](self.draft(prepared[0], step, state.hole[0], step.step, ends))
+            if floor is not None and not step.done:
+                scores = committed_scores(state, pad_id, holes).cpu()
+                if bool((scores < floor).any(1).all()):  # every candidate has a fill that will score under the floor
+                    sunk = (scores, step.step)
+                    break
         denoise_ms = (time.perf_counter() - t0) * 1000
+        if sunk is not None:
+            self.keep_drafts(state)
+            self.below_floor(prepared, indices, results, rows, sunk, Timings(
+                tokenize_ms=0.0, context_ms=context_ms, denoise_ms=denoise_ms, steps=sunk[1],
+                constrain_ms=syntax.seconds * 1000 if syntax is not None else 0.0), t_start)
+            return
 
         # 4. Decode every row; finish it and keep each request's best candidate (infill/engine/finish.py).
         ids = state.ids.cpu()
@@ -620,6 +636,32 @@ class Engine:
             )
             fills = as_result(fills, p.indents, p.shape.opener)
             results[indices[ri]] = FillResult(fills=fills, timings=timings, model=self.model_id)
+
+    def keep_drafts(self, state: Windows) -> None:
+        """Each row's tokens committed so far in each hole join ``recent_fills``, as a finished
+        fill's do (:meth:`decode_row`): the next keystroke's fill, often the same one stopped at
+        the same place, drafts them instead of writing them a step at a time."""
+        ids, done, hole = state.ids.cpu(), (~state.masked & state.valid).cpu(), state.hole.cpu()
+        for r in range(ids.shape[0]):
+            for h in range(int(hole[r].max()) + 1):
+                tok = ids[r][(hole[r] == h) & done[r]].tolist()
+                tok = tok[: tok.index(self.model.pad_id)] if self.model.pad_id in tok else tok
+                if tok:
+                    self.recent_fills.append(tok)
+
+    def below_floor(self, prepared, indices, results, rows, sunk, timings: Timings, t_start: float) -> None:
+        """Each request's result where its chunk stopped under the floor (``sunk``: the rows'
+        committed_scores and the step): empty fills, scored by the candidate whose committed tokens
+        score highest, valid None (nothing was judged)."""
+        scores, _ = sunk
+        total_ms = (time.perf_counter() - t_start) * 1000
+        for ri, p in enumerate(prepared):
+            mine = [r for r in range(len(rows)) if rows[r] == ri]
+            best = max(mine, key=lambda r: float(scores[r, : len(p.heals)].sum()))
+            fills = [Fill(text="", score=float(scores[best, h])) for h in range(len(p.heals))]
+            t = msgspec.structs.replace(timings, tokenize_ms=p.tokenize_ms, total_ms=total_ms + p.tokenize_ms,
+                                        context_tokens=sum(len(s) for s in p.segments), candidates=len(mine))
+            results[indices[ri]] = FillResult(fills=fills, timings=t, model=self.model_id, below_floor=True)
 
     def layout(self, prepared: list[_Prepared], ctx_len: int) -> "_Layout":
         """Candidate rows in document order: context positions, window slots and their holes."""

@@ -81,9 +81,10 @@ def strict_request(request: FillRequest, shape: Shape) -> FillRequest:
 
 
 def merge_retry(first: FillResult, retry: FillResult) -> FillResult:
-    """The retry's fills where they are valid, else the first round's; the time of both rounds."""
+    """The retry's fills where they are valid, else the first round's (also where the retry stopped
+    under its floor, FillResult.below_floor: it would not be shown); the time of both rounds."""
     t, r = first.timings, retry.timings
-    fills = retry.fills if all(f.valid is not False for f in retry.fills) else first.fills
+    fills = retry.fills if not retry.below_floor and all(f.valid is not False for f in retry.fills) else first.fills
     timings = msgspec.structs.replace(
         t, denoise_ms=t.denoise_ms + r.denoise_ms, constrain_ms=t.constrain_ms + r.constrain_ms, rank_ms=t.rank_ms + r.rank_ms,
         total_ms=t.total_ms + r.total_ms - r.tokenize_ms, steps=t.steps + r.steps, rounds=t.rounds + r.rounds,

@@ -7,7 +7,7 @@ up by LSP id, file extension or path and returns a :class:`Grammar` whose tree-s
 parser and queries load lazily.
 
 An unknown language, or one whose grammar wheel is not installed or does not load, gives
-``None`` and one log line per name; it never raises. This module parses nothing by itself.
+``None`` and one log line per name; it never raises. It parses only when asked (:meth:`Grammar.parse`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import logging
 import re
 import threading
 import tomllib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 
 GRAMMARS_DIR = Path(grammars_package.__file__).parent
 QUERY_NAMES = ("boundaries", "strings", "brackets")
+KEPT_TREES = 8  # whole parses kept per grammar (Grammar.parse)
 
 _warned: set[str] = set()
 _lock = threading.Lock()
@@ -88,6 +90,8 @@ class Grammar:
     _language: object = None
     _queries: dict = field(default_factory=dict)
     _local: threading.local = field(default_factory=threading.local)
+    _trees: OrderedDict = field(default_factory=OrderedDict)  # recent whole parses: bytes -> tree
+    _trees_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def name(self) -> str:
@@ -113,7 +117,24 @@ class Grammar:
         return p
 
     def parse(self, data: bytes, old_tree=None):
-        return self.parser().parse(data) if old_tree is None else self.parser().parse(data, old_tree=old_tree)
+        """The tree of ``data``. A parse from scratch is the same for the same bytes, so the last
+        few are kept (:data:`KEPT_TREES`): a request judges one document several times over (its
+        constraint, its retry, the check that an empty fill parses), and each would reparse a large
+        file whole. A tree is never edited in place (Document.parse edits a copy), so sharing one
+        is safe. A parse from an edited ``old_tree`` is incremental, never kept."""
+        if old_tree is not None:
+            return self.parser().parse(data, old_tree=old_tree)
+        with self._trees_lock:
+            tree = self._trees.get(data)
+            if tree is not None:
+                self._trees.move_to_end(data)
+                return tree
+        tree = self.parser().parse(data)
+        with self._trees_lock:
+            self._trees[data] = tree
+            while len(self._trees) > KEPT_TREES:
+                self._trees.popitem(last=False)
+        return tree
 
     def query(self, name: str):
         """The compiled ``tree_sitter.Query`` of ``grammars/<queries>/<name>.scm``."""

@@ -151,6 +151,9 @@ async def test_a_suggestion_at_the_cursor_asks_for_cursor_candidates_and_filling
         await server.fill_at_cursor(URI, types.Position(5, 7), automatic=True)
         assert asked == [1, 1, 3]
         assert server.sampling().candidates == 0 and server.sampling(cursor=True).candidates == 3
+        # the floor under which a suggestion is not shown: the engine may stop a fill once it is under it
+        server.options, _ = parse_options({**FAST, "minScore": -2.5})
+        assert server.sampling(cursor=True).min_score == -2.5 and server.sampling().min_score is None
     finally:
         server.scheduler.shutdown()
 

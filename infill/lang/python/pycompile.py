@@ -40,8 +40,10 @@ class CompileError:
     message: str
 
 
+@functools.lru_cache(maxsize=16)
 def first_error(data: bytes) -> CompileError | None:
-    """The first SyntaxError of ``data`` as Python source (None: it compiles, or cannot be judged)."""
+    """The first SyntaxError of ``data`` as Python source (None: it compiles, or cannot be judged).
+    Kept for the last few sources: a request's region is compiled as its baseline again and again."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
