@@ -8,7 +8,7 @@ import torch
 
 from infill.model.seam import Capabilities
 
-from infill.syntax.constraint import RequestCheck, SyntaxConstraint, for_chunk, is_clean, is_valid, mendable
+from infill.syntax.constraint import RequestCheck, SyntaxConstraint, for_chunk, is_clean, is_valid, mendable, request_valid
 from infill.syntax.languages import grammar
 from infill.model.network import BoundContext
 from infill.protocol import FillRequest, Hole, SamplingOptions
@@ -211,6 +211,13 @@ def test_steering_refuses_only_what_cannot_be_undone(language, doc, text, ok):
         # the rest of the line is a header's ':': the fill ends the header's head
         ("def f(xs):\n    for x in |:\n        pass\n", "xs", True),
         ("def f(xs):\n    for x in |:\n        pass\n", "xs:", False),
+        # a decorator ends a fill only right above the definition it belongs to
+        ("class A:\n    @x\n|\n\n    @y\n    def g(self):\n        pass\n", "    def f(self):\n        pass\n", True),
+        ("class A:\n    @x\n|\n\n    @y\n    def g(self):\n        pass\n", "    @classmethod\n", False),
+        ("x = 1\n|\n\n\ndef g():\n    pass\n", "\n@pytest.mark.skip\n", False),
+        ("x = 1\n\n\n|\ndef g():\n    pass\n", "@pytest.mark.skip", True),
+        ("x = 1\n\n\n|def g():\n    pass\n", "@pytest.mark.skip\n", True),
+        ("class A:\n    |\n    def g(self):\n        pass\n", "@property", True),
     ],
 )
 def test_python_fills_end_where_the_text_after_them_may_follow(doc, fill, ok):
@@ -1050,3 +1057,22 @@ def test_under_a_root_that_is_an_error_the_document_is_judged_whole(language, te
     assert (d.start, d.end) == (0, len(text)), "the root's children are fragments, not top-level statements"
     assert is_valid(language, text, [(at, at)], [mends]) and is_clean(language, text, [(at, at)], [mends])
     assert not is_valid(language, text, [(at, at)], [""]), "the header alone, judged on its own line, parsed"
+
+
+@pytest.mark.parametrize(
+    "doc, fill, ok",
+    [
+        ("x = 1\n|\n\n\ndef g():\n    pass\n", "@pytest.mark.skip\n", False),  # it would decorate g
+        ("x = 1\n|\n\n\ndef g():\n    pass\n", "def f():\n    pass\n", True),
+        ("x = 1\n\n\n|def g():\n    pass\n", "@pytest.mark.skip\n", True),  # right above its definition
+        ("@pytest.fixture\n|\n\n\ndef g():\n    pass\n", "", False),  # the decorator before the hole needs its definition
+        ("@pytest.fixture\n|\n\n\ndef g():\n    pass\n", "def f():\n    return 1\n", True),
+    ],
+)
+def test_a_python_fill_that_leaves_a_decorator_with_no_definition_is_judged_invalid(doc, fill, ok):
+    """Each of these parses: a decorator decorates the next definition across blank lines. But a
+    fill that ends on one (or leaves the one before the hole) changes code it was not asked to."""
+    text, i = cursor(doc)
+    request = FillRequest(text=text, holes=[Hole(i, i)], language="python")
+    assert request_valid(request, [fill]) is ok
+    assert is_valid("python", text, [(i, i)], [fill]) is True  # the parse alone lets each through

@@ -22,7 +22,7 @@ import msgspec
 
 from infill.engine.repeats import cut_repeats
 from infill.protocol import Fill, FillRequest, FillResult
-from infill.syntax.constraint import is_clean, is_valid
+from infill.syntax.constraint import is_clean, request_valid
 from infill.syntax.hooks import Shape, hooks_for
 
 MAX_CUTS = 12  # parses spent cutting an invalid fill back to a valid prefix, longest first, at most
@@ -111,7 +111,7 @@ def stay_quiet(request: FillRequest, result: FillResult) -> FillResult:
     if any(h.min_tokens or h.start != h.end for h in request.holes):
         return result
     empty = [""] * len(request.holes)
-    if is_valid(request.language, request.text, [(h.start, h.end) for h in request.holes], empty) is not True:
+    if request_valid(request, empty) is not True:
         return result
     return msgspec.structs.replace(result, fills=[Fill(text="", score=f.score, valid=True) for f in result.fills])
 

@@ -85,11 +85,15 @@ class RequestCheck:
         """The document's new errors with ``fills`` (and the opener after the last): see
         Document.new_errors; and, at its end, each fill that leaves open a bracket before its hole
         that the layout says it closes (``HoleContext.due``: the parse cannot tell, where the
-        document with the hole is broken there already)."""
+        document with the hole is broken there already), or that ends where its language's line
+        rules never let a fill end (Lexer.ends_wrong: Python's decorator with no definition after it)."""
         errors, spans, clean = self.doc.errors([f + t for f, t in zip(fills, self.tails)])
         for h, lexer in enumerate(self.lexers):
             if lexer is not None and lexer.leaves_due(fills[h].decode("utf-8", "replace")):
                 errors = [*errors, ErrorSpan(spans[h][1], spans[h][1], "MISSING closer")]
+                clean = False
+            elif lexer is not None and not self.tails[h] and lexer.ends_wrong(fills[h].decode("utf-8", "replace")):
+                errors = [*errors, ErrorSpan(spans[h][1], spans[h][1], "a fill may not end here")]
                 clean = False
         self._judged[tuple(fills)] = (not errors, clean)
         return errors, spans
@@ -144,6 +148,15 @@ def is_valid(language: str | None, text: str, holes: list[tuple[int, int]], fill
     """
     judged = verdict(language, text, holes, fills)
     return judged[0] if judged is not None else None
+
+
+def request_valid(request: FillRequest, fills: list[str]) -> bool | None:
+    """Does ``request`` with ``fills`` pass the constraint's own judge (RequestCheck.valid: the
+    parse, and the language's line rules on where a fill may end)? None without a usable grammar."""
+    try:
+        return RequestCheck(request).valid(_encoded(fills))
+    except LookupError:
+        return None
 
 
 def is_clean(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> bool | None:

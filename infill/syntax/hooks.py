@@ -99,6 +99,11 @@ class LineRules(Protocol):
     def ends_short(self) -> bool:
         """May a fill that nothing ranked may continue end where it may (a header's head alone)?"""
 
+    def ends_wrong(self, st) -> bool:
+        """Would a whole fill that ends after the lexer state ``st`` end where these rules never let
+        one end, though it parses (Python: on a decorator that the text after the hole does not
+        go on with its definition)? The judge asks it (RequestCheck.new_errors)."""
+
 
 class LineScan(Protocol):
     """One scan of a text by a language's line rules (see :class:`LineRules`)."""

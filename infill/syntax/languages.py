@@ -90,8 +90,8 @@ class Grammar:
     _language: object = None
     _queries: dict = field(default_factory=dict)
     _local: threading.local = field(default_factory=threading.local)
-    _trees: OrderedDict = field(default_factory=OrderedDict)  # recent whole parses: bytes -> tree
-    _trees_lock: threading.Lock = field(default_factory=threading.Lock)
+    _trees: OrderedDict = field(default_factory=OrderedDict, compare=False, repr=False)  # recent whole parses: bytes -> tree
+    _trees_lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
     @property
     def name(self) -> str:

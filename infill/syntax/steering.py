@@ -330,6 +330,11 @@ class Lexer:
         last = next((line for line in reversed(text.splitlines()) if line.strip()), "")
         return f"{text}{last[: len(last) - len(last.lstrip())]}{closers}\n"
 
+    def ends_wrong(self, text: str) -> bool:
+        """Does ``text``, a whole fill, end where the language's line rules never let a fill end,
+        though it parses (LineRules.ends_wrong)?"""
+        return self.rules is not None and self.rules.ends_wrong(self.feed(self.start, text, final=True)[0])
+
     def leaves_due(self, text: str) -> bool:
         """Does ``text``, a whole fill, leave open a bracket before the hole that the layout says
         the fill must close (``HoleContext.due``)?"""

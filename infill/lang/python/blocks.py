@@ -111,6 +111,8 @@ def hole_context(doc: Document, i: int, base: tuple[str, ...] | None, opened: li
     continued = data[max(0, row - 3) : row].rstrip(b"\r\n").endswith(b"\\")
     if not base and not continued:
         ctx["line_before"] = before.decode("utf-8", "replace").lstrip(" \t\f")
+        last = data[:row].rstrip().rsplit(b"\n", 1)[-1]
+        ctx["after_decorator"] = not before.strip() and last.lstrip().startswith(b"@")
     elif base and not continued and s - line_start(data, opened[0]) <= MAX_LINE_BEFORE:
         # Inside brackets: the logical line from the line its outermost open bracket is on (one
         # that a bracket closed there began earlier reads as broken already: it is not judged).
@@ -120,7 +122,8 @@ def hole_context(doc: Document, i: int, base: tuple[str, ...] | None, opened: li
         nl = data.find(b"\n", e)
         here, next_ = _first_line(data[e:]), (0, False) if nl < 0 else _first_line(data[nl + 1 :])
         rest = data[e : len(data) if nl < 0 else nl].split(b"#")[0].strip()
-        ctx.update(seam_here=here[0], clause_here=here[1], seam_next=next_[0], clause_next=next_[1], colon_rest=rest == b":")
+        ctx.update(seam_here=here[0], clause_here=here[1], seam_next=next_[0], clause_next=next_[1], colon_rest=rest == b":",
+                   decorates_here=bool(_DEFINITION.match(data, e)), decorates_next=nl >= 0 and bool(_DEFINITION.match(data, nl + 1)))
     return OffsideContext(**ctx)
 
 

@@ -15,7 +15,10 @@ Beyond the general rules, a token is refused where:
 - the end of the fill where the next line of the text after it would be indented wrongly (a body
   left behind with no ':' to open it, a ':' with no body, a dedent to no level, an ``else:`` or
   ``except:`` after a statement of its own level instead of a block), or where the fill's last
-  line, ended there, is certainly wrong.
+  line, ended there, is certainly wrong;
+- the end of the fill after a decorator line, where the text after it does not go on with the
+  definition that decorator belongs to (``decorates_here``, ``decorates_next``): it would
+  decorate the next definition, code the fill was not asked to change.
 
 :class:`OffsideContext` is the Python part of a hole's context (``HoleContext.lang``);
 :class:`Offside` the Python part of a lexer state (``LexState.lang``).
@@ -58,6 +61,11 @@ class OffsideContext:
     # ... and whether that line continues a compound statement (elif, else, except, finally).
     clause_here: bool = False
     clause_next: bool = False
+    # ... and whether that line is a definition's first (``def``, ``class``, a decorator) with no
+    # blank line before it: only then may a fill end with a decorator line.
+    decorates_here: bool = False
+    decorates_next: bool = False
+    after_decorator: bool = False  # the hole starts a line after a decorator's: the fill must write its definition
     colon_rest: bool = False  # the rest of the hole's line after it is a block's ':'
     first_indents: tuple[int, ...] | None = None  # the widths the fill's first line may have (infill/lang/python/shape.py)
     # The hole's logical line before it, from its first significant character ("" when the hole
@@ -80,6 +88,7 @@ class Offside(NamedTuple):
     cont: bool = False  # a backslash continues the line
     started: bool = False  # the fill's first logical line has begun
     line: str | None = None  # the logical line so far, from its first significant character; None = unknown
+    decorator: bool = False  # the fill's current (or last ended) logical line is a decorator
 
 
 class OffsideRules:
@@ -94,7 +103,8 @@ class OffsideRules:
     def start(self) -> Offside:
         ctx, lc = self.ctx, self.lc
         return Offside(levels=lc.levels, after_colon=lc.after_colon, at_line_start=ctx.at_line_start, indent=ctx.indent,
-                       last_sig=lc.last_sig, line="" if ctx.at_line_start else lc.line_before)
+                       last_sig=lc.last_sig, line="" if ctx.at_line_start else lc.line_before,
+                       decorator=lc.after_decorator and ctx.at_line_start)
 
     def begin(self, state: Offside, text: str) -> "_Scan":
         return _Scan(self, state, text)
@@ -108,7 +118,17 @@ class OffsideRules:
     # -- questions ---------------------------------------------------------------------------
 
     def can_end(self, st) -> bool:
-        return self._seam_ok(st) and not self._ends_broken(st)
+        return self._seam_ok(st) and not self._ends_broken(st) and not self.ends_wrong(st)
+
+    def ends_wrong(self, st) -> bool:
+        """Would the fill end with a decorator line whose definition the text after the hole does
+        not begin right there (a blank line between, or no definition at all)?"""
+        o, ctx, lc = st.lang, self.ctx, self.lc
+        if not o.decorator or st.stack or o.cont:
+            return False
+        if o.at_line_start:  # the fill ended a line: the text after it starts the next one
+            return not lc.decorates_here
+        return ctx.next_char in ("", "\n", "\r") and not lc.decorates_next
 
     def owes(self, st) -> list[str]:
         """A block header's ':' where the logical line so far is one, its brackets closed, with
@@ -177,7 +197,7 @@ class _Scan:
     text before ``known`` was there before this scan."""
 
     __slots__ = ("rules", "lc", "s", "ok", "levels", "after_colon", "at_line_start", "indent", "last_sig", "cont",
-                 "started", "line", "known", "acc")
+                 "started", "line", "known", "acc", "decorator")
 
     def __init__(self, rules: OffsideRules, st: Offside, s: str):
         self.rules, self.lc, self.s, self.ok = rules, rules.lc, s, True
@@ -186,6 +206,7 @@ class _Scan:
         self.last_sig, self.cont, self.started = st.last_sig, st.cont, st.started
         self.line, self.known = st.line, len(st.line or "")
         self.acc = 0 if st.line is not None and not st.at_line_start else None
+        self.decorator = st.decorator
 
     def newline(self, i: int, depth: int) -> bool:
         """A line break in code at ``s[i]``, inside ``depth`` brackets. Each event returns
@@ -235,7 +256,7 @@ class _Scan:
                     self.ok = self.ok and levels[-1] == indent
                 if not self.started and lc.first_indents is not None:
                     self.ok = self.ok and indent in lc.first_indents
-            self.after_colon, self.started = False, True
+            self.after_colon, self.started, self.decorator = False, True, c == "@"
         if c == ":" and lc.head_only and depth == 0 and not self.s.startswith(":=", i):
             self.ok = self.ok and i + 1 == len(self.s) and not final  # the head's own ':' is the one after the hole
         self.cont = c == "\\"
@@ -250,4 +271,5 @@ class _Scan:
             ok = ok and (len(line) == self.known or not self.rules.breaks(line, self.known, ended=False))
             ok = ok and not (self.lc.head_only and _not_a_header(line, self.lc.head_words or HEADER_WORDS))
         levels = tuple(self.levels) if self.levels is not None else None
-        return Offside(levels, self.after_colon, self.at_line_start, self.indent, self.last_sig, self.cont, self.started, line), ok
+        return Offside(levels, self.after_colon, self.at_line_start, self.indent, self.last_sig, self.cont, self.started, line,
+                       self.decorator), ok
