@@ -18,7 +18,9 @@ Beyond the general rules, a token is refused where:
   line, ended there, is certainly wrong;
 - the end of the fill after a decorator line, where the text after it does not go on with the
   definition that decorator belongs to (``decorates_here``, ``decorates_next``): it would
-  decorate the next definition, code the fill was not asked to change.
+  decorate the next definition, code the fill was not asked to change (and where the hole starts
+  a line after a decorator's, ``after_decorator``, the fill must write that decorator's definition).
+  The judge asks this rule too (``ends_wrong``): a parse cannot tell.
 
 :class:`OffsideContext` is the Python part of a hole's context (``HoleContext.lang``);
 :class:`Offside` the Python part of a lexer state (``LexState.lang``).
