@@ -641,11 +641,10 @@ class Engine:
         """Each row's tokens committed so far in each hole join ``recent_fills``, as a finished
         fill's do (:meth:`decode_row`): the next keystroke's fill, often the same one stopped at
         the same place, drafts them instead of writing them a step at a time."""
-        ids, done, hole = state.ids.cpu(), (~state.masked & state.valid).cpu(), state.hole.cpu()
+        ids, hole = state.ids.cpu(), state.hole.cpu()
         for r in range(ids.shape[0]):
             for h in range(int(hole[r].max()) + 1):
-                tok = ids[r][(hole[r] == h) & done[r]].tolist()
-                tok = tok[: tok.index(self.model.pad_id)] if self.model.pad_id in tok else tok
+                tok = self.hole_tokens(ids[r], hole[r], h)
                 if tok:
                     self.recent_fills.append(tok)
 
@@ -830,11 +829,15 @@ class Engine:
         return Draft(step=number, texts=texts, masked=int(step.masked[0].sum()))
 
     def decode_hole(self, ids: torch.Tensor, hole: torch.Tensor, h: int, heal: bytes = b"") -> str:
-        """Text of hole h in one row so far: committed tokens up to the first pad, masks dropped."""
+        """Text of hole h in one row so far (:meth:`hole_tokens`)."""
+        return self.text_of(self.hole_tokens(ids, hole, h), heal)
+
+    def hole_tokens(self, ids: torch.Tensor, hole: torch.Tensor, h: int) -> list[int]:
+        """Hole h's committed tokens in one row so far: up to the first pad, masks dropped."""
         tok = ids[hole == h].tolist()
         if self.model.pad_id in tok:
             tok = tok[: tok.index(self.model.pad_id)]
-        return self.text_of([t for t in tok if t != self.model.mask_id], heal)
+        return [t for t in tok if t != self.model.mask_id]
 
     def text_of(self, tokens: list[int], heal: bytes = b"") -> str:
         """The text of a fill's tokens, without the healed bytes it starts with."""
