@@ -37,9 +37,9 @@ class SamplingOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     retry: bool = True  # a constrained fill still invalid gets one more, stricter round (engine.fill_batch)
     deadline_ms: float | None = None  # stop denoising after this long and return what is there
     min_score: float | None = None  # a fill scored under this is not wanted (the language server's floor): under a
-    # left-to-right schedule, whose committed tokens can only lower a fill's score, Engine.fill stops once every
-    # candidate is under it (FillResult.below_floor). Elsewhere (another schedule, infill serve's stepper) the fill
-    # completes as without it
+    # left-to-right schedule, whose committed tokens can only lower a fill's score, the fill stops once every
+    # candidate is under it (FillResult.below_floor), in Engine.fill and in infill serve's stepper alike. Under
+    # another schedule the fill completes as without it
 
 
 class Snippet(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

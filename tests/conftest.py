@@ -66,6 +66,14 @@ def tiny_engine(tiny_model_dir):
     return Engine.load(EngineConfig(model_dir=tiny_model_dir, device="cpu", precision="fp32"))
 
 
+@pytest.fixture(scope="module")
+def default_engine():
+    """The bundled default model (a causal model, left to right), on one thread; one per test module."""
+    from infill.engine.fill import Engine, EngineConfig
+
+    return Engine.load(EngineConfig(device="cpu", threads=1))
+
+
 class ListTokenizer:
     """A tokenizer stub for the syntax checks: token t is the string ``vocab[t]`` (ids 0, 1 and 2
     are pad, mask and end, with no text); ``encode`` knows only whole tokens."""

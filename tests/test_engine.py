@@ -500,11 +500,6 @@ def test_a_table_row_the_window_cuts_short_is_closed_and_ended_with_the_default_
     assert engine.fill(request).fills[0].text == fill.text
 
 
-@pytest.fixture(scope="module")
-def default_engine():
-    return Engine.load(EngineConfig(device="cpu"))
-
-
 def test_a_header_typed_above_its_body_is_completed_as_one_in_one_round_with_the_default_model(default_engine, one_torch_thread):
     """A function's header retyped above its body: the fill that completes the header is judged
     with that body (Python's region_end), so it is valid at once and no retry round runs."""

@@ -85,13 +85,6 @@ def test_read_related_walks_directories_for_the_language(tmp_path):
         read_related([str(tmp_path / "missing")], ("py",), set())
 
 
-@pytest.fixture(scope="module")
-def default_engine():
-    from infill.engine.fill import Engine, EngineConfig
-
-    return Engine.load(EngineConfig(device="cpu", threads=1))
-
-
 def test_the_engine_reads_snippets_before_the_prefix_within_their_room(default_engine):
     from dataclasses import replace
 

@@ -519,8 +519,7 @@ class Engine:
             self.echo_round(prepared, results, [i for i in range(len(requests)) if i not in work and not results[i].below_floor],
                             cancel)
         for i, p in scaffolded.items():
-            results[i] = join_scaffold(p.request, p.indents[0], work[i][0], results[i]) if not results[i].below_floor else \
-                msgspec.structs.replace(results[i], fills=[Fill(text="", score=sum(f.score for f in results[i].fills))])
+            results[i] = join_scaffold(p.request, p.indents[0], work[i][0], results[i])
         if constraint is None:  # after every round: a cursor completion that cannot be made valid says nothing
             results = [stay_quiet(r, res) for r, res in zip(requests, results)]
         return results  # type: ignore[return-value]
@@ -595,8 +594,8 @@ class Engine:
             if drafting is not None and step.step % drafting[1] == 0:
                 drafting[0](self.draft(prepared[0], step, state.hole[0], step.step, ends))
             if floor is not None and not step.done:
-                scores = committed_scores(state, pad_id, holes).cpu()
-                if bool((scores < floor).any(1).all()):  # every candidate has a fill that will score under the floor
+                scores = self.sunk(state, floor, holes)
+                if scores is not None:
                     sunk = (scores, step.step)
                     break
         denoise_ms = (time.perf_counter() - t0) * 1000
@@ -648,19 +647,30 @@ class Engine:
                 if tok:
                     self.recent_fills.append(tok)
 
+    def sunk(self, state: Windows, floor: float, holes: int) -> torch.Tensor | None:
+        """The rows' committed_scores [R, holes] where every row has a hole whose fill will score
+        under ``floor`` (a frontier schedule's committed tokens can only lower it), else None."""
+        scores = committed_scores(state, self.model.pad_id, holes).cpu()
+        return scores if bool((scores < floor).any(1).all()) else None
+
     def below_floor(self, prepared, indices, results, rows, sunk, timings: Timings, t_start: float) -> None:
         """Each request's result where its chunk stopped under the floor (``sunk``: the rows'
-        committed_scores and the step): empty fills, scored by the candidate whose committed tokens
-        score highest, valid None (nothing was judged)."""
+        committed_scores and the step): :meth:`floor_result` of its rows."""
         scores, _ = sunk
-        total_ms = (time.perf_counter() - t_start) * 1000
         for ri, p in enumerate(prepared):
             mine = [r for r in range(len(rows)) if rows[r] == ri]
-            best = max(mine, key=lambda r: float(scores[r, : len(p.heals)].sum()))
-            fills = [Fill(text="", score=float(scores[best, h])) for h in range(len(p.heals))]
-            t = msgspec.structs.replace(timings, tokenize_ms=p.tokenize_ms, total_ms=total_ms + p.tokenize_ms,
-                                        context_tokens=sum(len(s) for s in p.segments), candidates=len(mine))
-            results[indices[ri]] = FillResult(fills=fills, timings=t, model=self.model_id, below_floor=True)
+            results[indices[ri]] = self.floor_result(p, scores[mine], timings, t_start)
+
+    def floor_result(self, p: _Prepared, scores: torch.Tensor, timings: Timings, t_start: float) -> FillResult:
+        """``p``'s result where its rows stopped under the floor (``scores``: their committed_scores):
+        empty fills, scored by the candidate whose committed tokens score highest, valid None
+        (nothing was judged), FillResult.below_floor."""
+        best = max(range(scores.shape[0]), key=lambda r: float(scores[r, : len(p.heals)].sum()))
+        fills = [Fill(text="", score=float(scores[best, h])) for h in range(len(p.heals))]
+        total_ms = (time.perf_counter() - t_start) * 1000
+        t = msgspec.structs.replace(timings, tokenize_ms=p.tokenize_ms, total_ms=total_ms + p.tokenize_ms,
+                                    context_tokens=sum(len(s) for s in p.segments), candidates=scores.shape[0])
+        return FillResult(fills=fills, timings=t, model=self.model_id, below_floor=True)
 
     def layout(self, prepared: list[_Prepared], ctx_len: int) -> "_Layout":
         """Candidate rows in document order: context positions, window slots and their holes."""

@@ -95,7 +95,11 @@ def merge_retry(first: FillResult, retry: FillResult) -> FillResult:
 
 def join_scaffold(request: FillRequest, indent: str, scaffolded: FillRequest, result: FillResult) -> FillResult:
     """The result of ``request``'s one hole from that of its ``scaffolded`` request (the language
-    hooks' ``join_scaffold``), its fill as text for the hole after ``indent`` (:func:`drop_indent`)."""
+    hooks' ``join_scaffold``), its fill as text for the hole after ``indent`` (:func:`drop_indent`).
+    A result stopped under its floor (FillResult.below_floor) joins as one empty fill, its parts'
+    scores summed."""
+    if result.below_floor:
+        return msgspec.structs.replace(result, fills=[Fill(text="", score=sum(f.score for f in result.fills))])
     joined = hooks_for(request.language).join_scaffold(request, scaffolded, result)
     fill = joined.fills[0]
     return msgspec.structs.replace(joined, fills=[msgspec.structs.replace(fill, text=drop_indent(fill.text, indent))])

@@ -15,7 +15,9 @@ all of them one denoising step at a time with **one** model call over all their 
   ``window_hidden`` once and ``logits`` once over all of them, and hands each slot its part.
   A slot whose rows are all done is finished (the engine's ``Finisher``); a constrained fill
   judged invalid goes on as a stricter retry round (the engine's ``strict_request`` and
-  ``merge_retry``), its new rows joining at the next step as a new request's would.
+  ``merge_retry``), its new rows joining at the next step as a new request's would. A slot under a
+  left-to-right schedule whose every candidate already scores under its request's ``min_score``
+  leaves at that step with the engine's result for it (``Engine.sunk``, ``Engine.floor_result``).
 * What joins is exactly a request's candidate rows, at any step boundary, whatever the others'
   contexts, holes, window widths, step counts or sampling options (each slot keeps its own
   schedule, random generators, constraint and deadline).
@@ -214,6 +216,9 @@ class Stepper:
                                                slot.finished_at)
                 if slot.on_draft is not None and slot.draft_every and step.step % slot.draft_every == 0 and not step.done:
                     self._draft(slot, step)
+                if not step.done and self._under_floor(slot):
+                    self.slots.remove(slot)
+                    out.append(slot)
             except Exception as e:  # noqa: BLE001
                 self.remove(slot, e)
                 out.append(slot)
@@ -339,13 +344,33 @@ class Stepper:
             shape = hooks_for(request.language).strict(p.shape)
             self._start_round(slot, engine.prepare(strict_request(request, shape), shape))
             return False
+        self._finish(slot, result)
+        return True
+
+    def _under_floor(self, slot: Slot) -> bool:
+        """Does the slot stop here under its request's ``min_score``, as Engine.fill_batch's chunk
+        does (a frontier schedule, every candidate with a hole already under the floor)? Then its
+        result is the engine's floor_result, and its committed tokens join the engine's drafts."""
+        floor = slot.request.options.min_score
+        if floor is None or not slot.den.schedule.frontier:
+            return False
+        scores = self.engine.sunk(slot.state, floor, len(slot.prepared.heals))
+        if scores is None:
+            return False
+        self.engine.keep_drafts(slot.state)
+        timings = Timings(context_ms=slot.context_ms, denoise_ms=slot.t_denoise * 1000, steps=slot.steps,
+                          constrain_ms=slot.syntax.seconds * 1000 if slot.syntax is not None else 0.0)
+        self._finish(slot, self.engine.floor_result(slot.prepared, scores, timings, slot.t_start))
+        return True
+
+    def _finish(self, slot: Slot, result: FillResult) -> None:
+        """The slot's result from its last round's: merged with a first round's, joined as a scaffold."""
         if slot.first is not None:
             result = merge_retry(slot.first, result)
         if slot.scaffold is not None:
             before, split = slot.scaffold
             result = join_scaffold(before.request, before.indents[0], split[0], result)
         slot.result = stay_quiet(slot.request, result)
-        return True
 
 
 def _pad(t: torch.Tensor, width: int, value) -> torch.Tensor:

@@ -108,10 +108,15 @@ class EngineClient:
         return max(1, -(-slots // 2))
 
     def close(self) -> None:
+        """Close the connection with a normal closing handshake (the server logs a client that left,
+        not an error), then stop the background loop."""
         self._closing = True
-        self._task.cancel()
         if self._ws is not None:
-            asyncio.run_coroutine_threadsafe(self._ws.close(), self._loop)
+            try:
+                asyncio.run_coroutine_threadsafe(self._ws.close(), self._loop).result(2)
+            except Exception:  # noqa: BLE001 -- closing what is already gone
+                pass
+        self._task.cancel()
         time.sleep(0.05)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(2)

@@ -106,14 +106,6 @@ async def test_drafts_every_n_steps_and_the_suggestion_is_the_same_with_them(tin
     assert shown[0] and shown[3] == shown[0]
 
 
-@pytest.fixture(scope="module")
-def default_engine():
-    """The bundled default model (a causal model), on one thread."""
-    from infill.engine.fill import DEFAULT_MODEL_DIR, Engine, EngineConfig
-
-    return Engine.load(EngineConfig(model_dir=DEFAULT_MODEL_DIR, device="cpu", threads=1))
-
-
 @pytest.mark.asyncio
 async def test_a_causal_models_drafts_are_the_suggestions_start_without_the_lines_indentation(default_engine):
     # The cursor after a line's indentation: the engine moves that indentation into the hole

@@ -73,3 +73,22 @@ def test_refactor_with_an_unreachable_engine_fails_with_one_line(tmp_path, capsy
     rc = main(["refactor", "holes", str(src), "--engine", "ws://127.0.0.1:9"])
     err = capsys.readouterr().err
     assert rc == 2 and "unreachable" in err
+
+
+def test_the_engine_client_closes_with_a_normal_handshake(tiny_engine, caplog):
+    """Closing an EngineClient closes its websocket first (code 1000), so the server sees a client
+    that left, not a broken connection (before: the task was cancelled first, and 1011 came)."""
+    import logging
+
+    from infill.serve.client import EngineClient
+
+    srv = ServerThread(tiny_engine, ServeConfig(port=0))
+    try:
+        client = EngineClient(srv.url)
+        assert client.connected.is_set()
+        with caplog.at_level(logging.INFO, logger="infill.serve.server"):
+            client.close()
+            assert wait_for(lambda: not srv.serve.connections, timeout=5)
+        assert not [r for r in caplog.records if "went away" in r.getMessage()], caplog.text
+    finally:
+        srv.stop()

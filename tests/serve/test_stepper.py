@@ -108,3 +108,31 @@ def test_rows_that_finish_leave_the_model_call_and_the_others_go_on_alike(tiny_e
     together, calls = run(False)
     assert all(h is None for h in calls)
     assert alone == together, "a row's fill does not depend on the rows run along with it"
+
+
+def test_a_fill_under_its_floor_stops_and_leaves_as_the_engines_does(default_engine, one_torch_thread):
+    """The default model's schedule is left to right: a slot whose committed tokens already score
+    under its request's ``min_score`` leaves the batch then, with the engine's result (empty,
+    unjudged, below_floor), while the slot beside it fills on to its end."""
+    text = "import os\n\n\ndef load(base, name):\n    for alias in \n"
+    at = text.index("in ") + len("in ")
+    def request(floor):
+        return FillRequest(text=text, holes=[Hole(at, at)], language="python",
+                           options=SamplingOptions(candidates=1, min_score=floor))
+    default_engine.forget(contexts=False)
+    want = default_engine.fill(request(-0.05))
+    assert want.below_floor
+    default_engine.forget(contexts=False)
+    st = Stepper(default_engine)
+    whole, high = st.add(request(None)), st.add(request(-0.05))
+    left = []
+    while st.slots:
+        left.append((st.step(), [s.id for s in st.slots]))
+    assert high.error is None and whole.error is None
+    assert high.result.below_floor and not whole.result.below_floor and whole.result.fills[0].text
+    got, exp = high.result.fills[0], want.fills[0]
+    assert (got.text, got.valid) == (exp.text, exp.valid) == ("", None)
+    assert got.score == pytest.approx(exp.score, abs=1e-3)
+    assert high.result.timings.steps == want.timings.steps < whole.result.timings.steps
+    out_at = next(i for i, (done, _) in enumerate(left) if high in done)
+    assert whole.id in left[out_at][1]  # it left while the other went on
