@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -39,6 +38,7 @@ from infill.text.files import RELATED_MAX_BYTES
 from infill.lsp import documents, feedback
 from infill.lsp.drafts import CursorDrafts
 from infill.lsp.options import Options, parse_options
+from infill.model.declared import bundled_model_dir, declared_languages, declared_min_score
 from infill.lsp.rpc import InfillProtocol
 from infill.lsp.scheduler import Scheduler
 
@@ -54,36 +54,6 @@ CURSOR_KINDS = ("inline", "completion")  # fills at the cursor, keyed per reques
 LANGUAGES_NOTIFICATION = "infill/languages"  # {"languages": [...], "languageIds": [...]} once a load ends
 RELATED_MAX_DOCUMENTS = 20  # other open documents searched for context lines, at most
 RELATED_STICKY_LINES = 16  # context lines chosen for a place stand while the cursor stays this near it
-
-
-def bundled_model_dir() -> Path:
-    """The bundled model's directory (infill.engine.fill.DEFAULT_MODEL_DIR, without importing torch)."""
-    import infill.model
-
-    return Path(infill.model.__file__).resolve().parent / "default_model"
-
-
-def _model_config(model_dir: Path) -> dict:
-    """A model directory's config.json, read without loading the model ({} where unreadable)."""
-    try:
-        data = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def declared_languages(model_dir: Path) -> tuple[str, ...] | None:
-    """config.json's ``languages`` (what DiffusionModel.languages will say once loaded), read without
-    loading the model so that ``initialize`` can advertise them; None if the file says none."""
-    langs = _model_config(model_dir).get("languages")
-    return tuple(str(x) for x in langs) if isinstance(langs, list) and langs else None
-
-
-def declared_min_score(model_dir: Path) -> float | None:
-    """config.json's ``min_score``: the score (Fill.score: the log-probability of a whole fill) under which
-    the model's cursor suggestions are not shown, as calibrated for that model; None: none."""
-    value = _model_config(model_dir).get("min_score")
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def language_name(language_id: str | None) -> str | None:

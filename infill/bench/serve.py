@@ -9,8 +9,8 @@ once for ``--duration`` seconds, each over its own websocket connection:
   around the cursor, the cursor on an indented, empty line; each keystroke is one character, or
   Enter with the next line's indentation);
 - after each keystroke it sends one fill request at the cursor (the language server's defaults:
-  ``--max-tokens`` 32, constrained, no retry round, one candidate, the engine's steps; priority
-  interactive) and
+  ``--max-tokens`` 32, constrained, no retry round, one candidate, the engine's steps, the model's
+  floor (its config.json's ``min_score``: a fill under it stops there); priority interactive) and
   waits for the result (the request is elastic, as the language server's inline fills are: joining
   a busy batch it does less work, infill.lsp.scheduler.lighten; ``--rigid``: never); the next keystroke comes when the result is there, or ``--interval-ms``
   after the previous keystroke if that is later (a closed loop: an overloaded server slows its
@@ -46,11 +46,16 @@ from pathlib import Path
 
 from infill.bench.quality import DEFAULT_OUT_ROOT, machine_info, write_results
 from infill.errors import InputError
+from infill.model.declared import declared_min_score
 from infill.protocol import SamplingOptions
 
-# The language server's fills at the cursor (lsp/options.py: no retry round, cursor_candidates 1).
-LSP_OPTIONS = SamplingOptions(retry=False, candidates=1)
 TARGET_RATIO_16 = 2.0  # 16 editors' p95 within 2x one editor's (issue 27)
+
+
+def lsp_options(model_dir: Path) -> SamplingOptions:
+    """The language server's fills at the cursor (lsp/options.py: no retry round, cursor_candidates 1,
+    and the model's own floor, config.json's min_score, under which a fill stops: FillResult.below_floor)."""
+    return SamplingOptions(retry=False, candidates=1, min_score=declared_min_score(model_dir))
 
 
 def _quantile(values: list[float], q: float) -> float | None:
@@ -224,13 +229,14 @@ def run(args: argparse.Namespace) -> dict:
         cmd += ["--ray", "--replicas", str(args.ray_replicas), "--cpus-per-replica", str(args.ray_cpus_per_replica)]
     proc, url = start_server(cmd, out / "server.log")
     interval_s = args.interval_ms / 1000
+    options = lsp_options(resolved)
     keys = int(args.duration * 1000 / max(args.interval_ms, 50)) + args.warmup + 10
     phases, all_records = [], []
     try:
         for phase, n in enumerate(editors):
             docs = ks.make_documents(n, phase, tokenizer, keystrokes=keys, context_tokens=args.context_tokens, seed=args.seed)
             before = scrape(url)
-            records, start, end = asyncio.run(_run_phase(url, docs, args, interval_s))
+            records, start, end = asyncio.run(_run_phase(url, docs, args, interval_s, options))
             after = scrape(url)
             row = summarize(records, end - start, before, after, n)
             phases.append(row)
@@ -266,7 +272,7 @@ def run(args: argparse.Namespace) -> dict:
         "model": json.loads((resolved / "config.json").read_text()).get("name", resolved.name),
         "settings": {"editors": editors, "duration_s": args.duration, "interval_ms": args.interval_ms,
                      "warmup": args.warmup, "context_tokens": args.context_tokens, "max_tokens": args.max_tokens,
-                     "max_batch": args.max_batch, "elastic": not args.rigid, "threads": args.threads, "device": args.device, "seed": args.seed,
+                     "max_batch": args.max_batch, "elastic": not args.rigid, "min_score": options.min_score, "threads": args.threads, "device": args.device, "seed": args.seed,
                      "server_command": cmd, "ray_replicas": args.ray_replicas, "lsp": args.lsp, "lsp_keystrokes": args.lsp_keystrokes},
         "phases": phases,
         "lsp_processes": lsp,
@@ -281,13 +287,13 @@ def run(args: argparse.Namespace) -> dict:
     return summary
 
 
-async def _run_phase(url, docs, args, interval_s):
+async def _run_phase(url, docs, args, interval_s, options: SamplingOptions):
     records: list[dict] = []
     box = {"until": time.perf_counter() + 3600, "elastic": not args.rigid}
 
     async def editor(i, doc):
         await _editor_timed(url, doc, box, max_tokens=args.max_tokens, interval_s=interval_s, warmup=args.warmup,
-                            records=records, editor=i)
+                            records=records, editor=i, options=options)
 
     tasks = [asyncio.ensure_future(editor(i, d)) for i, d in enumerate(docs)]
     while sum(d.typed > args.warmup for d in docs) < len(docs) and not all(t.done() for t in tasks):
@@ -300,7 +306,7 @@ async def _run_phase(url, docs, args, interval_s):
 
 
 async def _editor_timed(url: str, doc, box: dict, *, max_tokens: int, interval_s: float, warmup: int,
-                        records: list[dict], editor: int) -> None:
+                        records: list[dict], editor: int, options: SamplingOptions) -> None:
     from websockets.asyncio.client import connect
 
     from infill.protocol import FillRequest, Hole
@@ -316,7 +322,7 @@ async def _editor_timed(url: str, doc, box: dict, *, max_tokens: int, interval_s
             doc.type_next()
             rid += 1
             request = FillRequest(text=doc.text, holes=[Hole(doc.cursor, doc.cursor, max_tokens)], language="python",
-                                  path=doc.uri, options=LSP_OPTIONS)
+                                  path=doc.uri, options=options)
             last = t0 = time.perf_counter()
             await ws.send(wire.encode(wire.Fill(rid, request, elastic=box["elastic"])))
             while True:

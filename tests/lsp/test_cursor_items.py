@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from infill.lsp.server import (bundled_model_dir, completion_snippet, declared_languages, languages_payload,
+from infill.model.declared import bundled_model_dir, declared_languages
+from infill.lsp.server import (completion_snippet, languages_payload,
                                trim_trailing_blank_line)
 
 

@@ -26,12 +26,14 @@ def test_bench_serve_smoke(tiny_model_dir, tmp_path):
 
 
 def test_the_simulated_editors_ask_what_the_language_server_asks_at_the_cursor():
-    from infill.bench.serve import LSP_OPTIONS
+    """Every option, the model's floor included (config.json's min_score: a fill under it stops)."""
+    from infill.bench.serve import lsp_options
     from infill.lsp.options import Options
     from infill.lsp.server import InfillServer
+    from infill.model.declared import bundled_model_dir, declared_min_score
 
     server = InfillServer()
     server.options = Options()
-    lsp = server.sampling(cursor=True)
-    assert (LSP_OPTIONS.candidates, LSP_OPTIONS.retry, LSP_OPTIONS.steps, LSP_OPTIONS.threshold) == \
-        (lsp.candidates, lsp.retry, lsp.steps, lsp.threshold)
+    server.model_min_score = declared_min_score(bundled_model_dir())
+    assert server.model_min_score is not None
+    assert lsp_options(bundled_model_dir()) == server.sampling(cursor=True)

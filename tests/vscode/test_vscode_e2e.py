@@ -133,7 +133,8 @@ def _expected_completion(engine, model_dir: Path, text: str, offset: int) -> str
     from infill.protocol import FillRequest, Hole, SamplingOptions
     from infill.lsp import documents
     from infill.lsp.options import Options
-    from infill.lsp.server import declared_min_score, trim_trailing_blank_line
+    from infill.lsp.server import trim_trailing_blank_line
+    from infill.model.declared import declared_min_score
 
     defaults = Options()
     prepared = documents.prepare(text, [Hole(offset, offset, OPTIONS["maxTokens"])])
