@@ -12,7 +12,9 @@ The threshold is chosen on one set (the calibration set: the first given, or ``-
 NAME): the lowest score at which precision there is at least ``--target`` (more coverage, as long
 as the target holds); or it is given (``--threshold``: what a model's ``min_score`` does on sets it
 was not chosen on). The other
-sets report what that threshold gives on samples it was not chosen on. ``--write-config DIR``
+sets report what that threshold gives on samples it was not chosen on. Given real code of several
+runs (seeds), each run is also held out in turn (``held_out``): the threshold chosen on the others
+and read on it, which says how far the target is likely to hold on a fresh seed. ``--write-config DIR``
 stores it as DIR/config.json's ``min_score`` (what the language server uses by default).
 
 Reads result files only: it runs no model. It does not choose per language.
@@ -78,6 +80,24 @@ def choose(rows: list[dict], target: float) -> float | None:
     return best
 
 
+def held_out(runs: dict[str, list[dict]], target: float) -> dict:
+    """How a threshold chosen for ``target`` does on a run it was not chosen on: each run (one seed's
+    records, every language pooled) held out in turn, the threshold chosen on the others pooled and
+    read on it; and all held-out runs pooled (coverage and precision over their requests)."""
+    per, shown, right, requests = {}, 0, 0, 0
+    for name, rows in runs.items():
+        rest = [r for other, rs in runs.items() if other != name for r in rs]
+        t = choose(rest, target)
+        at = curve(rows, [t])[0] if t is not None else {"coverage": 0.0, "precision": None, "shown": 0}
+        per[name] = {"threshold": t, **at}
+        shown += at["shown"]
+        right += round((at["precision"] or 0.0) * at["shown"])
+        requests += len(rows)
+    return {"target_precision": target, "runs": per,
+            "pooled": {"coverage": shown / requests if requests else 0.0, "precision": right / shown if shown else None,
+                       "shown": shown, "requests": requests}}
+
+
 def plot(sets: dict[str, list[dict]], chosen: float | None, path: Path, calibration: str | None = None) -> None:
     import matplotlib
 
@@ -117,9 +137,12 @@ POOLED = "real code: all languages"
 def run(results: list[Path], target: float, out: Path | None, write_config: Path | None, console: Console,
         calibrate_on: str | None = None, threshold: float | None = None) -> dict:
     sets: dict[str, list[dict]] = {}
+    runs: dict[str, list[dict]] = {}  # real code by run (a language directory's parent: one seed's run)
     for p in results:  # sets of the same name (one language's holes under several seeds) pool
         name, rows = read_set(p)
         sets.setdefault(name, []).extend(rows)
+        if name.startswith("real code: "):
+            runs.setdefault(str(Path(p).resolve().parent), []).extend(rows)
     real = [name for name in sets if name.startswith("real code: ")]
     if len(real) > 1:
         sets[POOLED] = [r for name in real for r in sets[name]]
@@ -141,6 +164,17 @@ def run(results: list[Path], target: float, out: Path | None, write_config: Path
         table.add_row(name, str(s["requests"]), fmt(at.get("coverage")), fmt(at.get("precision")),
                       fmt(every["coverage"]), fmt(every["precision"]))
     console.print(table)
+    if threshold is None and len(runs) > 1:
+        summary["held_out"] = held_out(runs, target)
+        ho = Table(title=f"each run held out: the threshold chosen on the others' real code for precision >= {target}")
+        for col in ("held-out run", "threshold", "coverage", "precision"):
+            ho.add_column(col)
+        fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+        for name, r in summary["held_out"]["runs"].items():
+            ho.add_row(Path(name).name, fmt(r["threshold"]), fmt(r["coverage"]), fmt(r["precision"]))
+        pooled = summary["held_out"]["pooled"]
+        ho.add_row("all held out, pooled", "", fmt(pooled["coverage"]), fmt(pooled["precision"]))
+        console.print(ho)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
