@@ -15,7 +15,9 @@ Subcommands:
   passed off as good: it is marked (a ``# infill:`` line before its file's diff, a warning on
   stderr, the summary line), and ``--write`` skips its file (exit 1) unless ``--allow-invalid``.
   Valid fills in code that does not parse around them, as it did not before (they add no error and
-  mend none), are marked too (``left_broken``), and written.
+  mend none), are marked too (``left_broken``), and written. So are valid fills scored under the
+  model's floor (its config.json's ``min_score``; ``min_score`` in ``--json``): an editor would not
+  show them as suggestions.
 - ``infill languages``: the language table (``--json`` for tools: the VS Code extension's copy).
 - ``infill refactor``, ``train``, ``lsp``, ``bench ...``, ``card``: provided by their own modules
   (``add_arguments`` / ``main``), imported only when run.
@@ -403,6 +405,9 @@ def run_fill(args: argparse.Namespace) -> int:
         s.filled = apply_fills(s.text, s.holes, [match_newlines(f.text, nl) for f in r.fills])
 
     invalid = {s.path: [line_col(s.text, h.start) for h, f in zip(s.holes, s.result.fills) if f.valid is False] for s in sources}
+    floor = model_floor(args)
+    quiet = {s.path: [(*line_col(s.text, h.start), f.score) for h, f in zip(s.holes, s.result.fills)
+                      if floor is not None and f.valid is not False and f.text.strip() and f.score < floor] for s in sources}
     skipped = [s for s in sources if invalid[s.path] and args.write and not args.allow_invalid]
     for s in sources:
         s.left_broken = left_broken(s)
@@ -421,13 +426,15 @@ def run_fill(args: argparse.Namespace) -> int:
     elif args.json:
         device = str(getattr(engine, "device", ""))
         for s in sources:
-            print(json.dumps(json_record(s, device), ensure_ascii=False), flush=False)
+            print(json.dumps(json_record(s, device, floor), ensure_ascii=False), flush=False)
     else:
         for s in sources:
             if s.is_stdin:
                 sys.stdout.write(s.filled)
             else:  # comment lines before a file's diff: patch and git apply skip them
                 sys.stdout.write("".join(f"# infill: {s.path}:{line}:{col}: this fill does not parse\n" for line, col in invalid[s.path]))
+                sys.stdout.write("".join(f"# infill: {s.path}:{line}:{col}: {UNDER_FLOOR.format(score=score, floor=floor)}\n"
+                                         for line, col, score in quiet[s.path]))
                 sys.stdout.write(f"# infill: {s.path}: {LEFT_BROKEN}\n" if s in broken else "")
                 sys.stdout.write(unified_diff(s.original, s.filled, s.path))
     sys.stdout.flush()
@@ -441,10 +448,12 @@ def run_fill(args: argparse.Namespace) -> int:
             what = "stdin"
         done = "wrote" if args.write else "filled"
         bad = sum(len(v) for v in invalid.values())
+        low = sum(len(v) for v in quiet.values())
         print(
             f"{PROG}: {done} {n_holes} hole{'s' if n_holes != 1 else ''} in {what}: {tokens} tokens generated, "
             f"{wall:.2f} s (model load {t_fill - t_load:.2f} s, fill {fill_s:.2f} s) with {results[0].model} on {engine.device}"
             + (f"; {bad} fill{'s' if bad != 1 else ''} do{'es' if bad == 1 else ''} not parse" if bad else "")
+            + (f"; {low} fill{'s' if low != 1 else ''} scored under the model's floor ({floor:.3f}): an editor would not show {'them' if low != 1 else 'it'}" if low else "")
             + (f"; {len(broken)} file{'s' if len(broken) != 1 else ''} still broken around {'their' if len(broken) != 1 else 'its'} fills" if broken else "")
             + (f"; {len(skipped)} file{'s' if len(skipped) != 1 else ''} not written" if skipped else ""),
             file=sys.stderr,
@@ -452,6 +461,7 @@ def run_fill(args: argparse.Namespace) -> int:
     return EXIT_ERROR if skipped else EXIT_OK
 
 
+UNDER_FLOOR = "scored {score:.3f}, under the model's floor ({floor:.3f}): an editor would not show this suggestion"
 LEFT_BROKEN = "the code around the fills does not parse, as it did not before them (they add no error, and mend none)"
 
 
@@ -467,7 +477,17 @@ def left_broken(s: Source) -> bool:
     return is_clean(s.language, s.text, [(h.start, h.end) for h in s.holes], [f.text for f in fills]) is False
 
 
-def json_record(s: Source, device: str) -> dict:
+def model_floor(args: argparse.Namespace) -> float | None:
+    """The model's floor (its config.json's ``min_score``), under which the language server shows no
+    suggestion; None with ``--engine`` (the served model's own is not known here) or where it has none."""
+    from infill.model.declared import bundled_model_dir, declared_min_score
+
+    if getattr(args, "engine", None):
+        return None
+    return declared_min_score(Path(args.model) if getattr(args, "model", None) else bundled_model_dir())
+
+
+def json_record(s: Source, device: str, floor: float | None = None) -> dict:
     import msgspec
 
     r = s.result
@@ -485,6 +505,7 @@ def json_record(s: Source, device: str) -> dict:
         "timings": msgspec.to_builtins(r.timings),
         "changed": s.filled != s.original,
         "left_broken": s.left_broken,
+        "min_score": floor,  # the model's floor: an editor shows no fill scored under it
     }
 
 

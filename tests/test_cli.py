@@ -498,3 +498,29 @@ def test_language_table_is_the_extensions_copy():
     assert json.loads((root / "languages.json").read_text()) == table, "run: infill languages --json > vscode-extension/languages.json"
     events = json.loads((root / "package.json").read_text())["activationEvents"]
     assert sorted(events) == sorted(f"onLanguage:{i}" for row in table.values() for i in row["lsp_ids"])
+
+
+def test_fills_under_the_models_floor_are_marked(run, tiny_model_dir, tmp_path, fills_say):
+    """A valid fill scored under the model's floor (its config.json's min_score) is one an editor would
+    not show: `infill fill` marks it before the file's diff, counts it in the summary, and --json
+    gives the floor beside the scores. Without a floor nothing is marked."""
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    config = json.loads((model / "config.json").read_text())
+    f = write(tmp_path / "a.py", "x = 1\ny = <FILL:4>\n")
+    fills_say.text = "2"
+    for floor in (1.0, None):  # every score is a log-probability: under 1.0
+        if floor is None:
+            config.pop("min_score", None)
+        else:
+            config["min_score"] = floor
+        (model / "config.json").write_text(json.dumps(config))
+        where = ["--model", str(model), "--device", "cpu"]
+        rc, out, err = run("fill", str(f), *where, model=False)
+        assert rc == 0, err
+        marked = f"# infill: {f}:2:5: scored " in out and "under the model's floor (1.000): an editor would not show" in out
+        assert marked == (floor is not None) and ("1 fill scored under the model's floor" in err) == (floor is not None), (out, err)
+        rc, out, err = run("fill", "--json", str(f), *where, model=False)
+        assert json.loads(out)["min_score"] == floor
