@@ -120,6 +120,7 @@ def summarize(records: list[dict], wall_s: float, before: dict, after: dict, edi
     return {
         "editors": editors,
         "requests": len(ok),
+        "below_floor": sum(bool(r.get("below_floor")) for r in records),  # stopped under the model's floor
         "errors": len(records) - len(ok),
         "wall_s": wall_s,
         "requests_per_s": len(ok) / wall_s if wall_s > 0 else None,
@@ -334,6 +335,8 @@ async def _editor_timed(url: str, doc, box: dict, *, max_tokens: int, interval_s
                 rec = {"editor": editor, "latency_ms": (t1 - t0) * 1000, "ok": isinstance(msg, wire.Result), "t": t0}
                 if isinstance(msg, wire.Error):
                     rec["error"] = msg.code
+                else:  # stopped under the model's floor (FillResult.below_floor): no suggestion, sooner
+                    rec["below_floor"] = msg.result.below_floor
                 records.append(rec)
 
 

@@ -23,6 +23,10 @@ def test_bench_serve_smoke(tiny_model_dir, tmp_path):
     assert all(p["requests"] > 0 and p["errors"] == 0 and p["p50_ms"] > 0 for p in phases)
     assert phases[1]["mean_batch_requests"] > 1  # three editors shared model calls
     assert json.loads((tmp_path / "summary.json").read_text())["benchmark"] == "serve"
+    # the tiny model declares no floor: every result says it did not stop under one
+    records = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert summary["settings"]["min_score"] is None and all(p["below_floor"] == 0 for p in phases)
+    assert records and all(r["below_floor"] is False for r in records if r["ok"])
 
 
 def test_the_simulated_editors_ask_what_the_language_server_asks_at_the_cursor():
