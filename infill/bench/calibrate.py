@@ -91,7 +91,7 @@ def held_out(runs: dict[str, list[dict]], target: float) -> dict:
         at = curve(rows, [t])[0] if t is not None else {"coverage": 0.0, "precision": None, "shown": 0}
         per[name] = {"threshold": t, **at}
         shown += at["shown"]
-        right += round((at["precision"] or 0.0) * at["shown"])
+        right += sum(r["right"] for r in rows if t is not None and r["ok"] and r["score"] >= t)
         requests += len(rows)
     return {"target_precision": target, "runs": per,
             "pooled": {"coverage": shown / requests if requests else 0.0, "precision": right / shown if shown else None,
@@ -169,7 +169,6 @@ def run(results: list[Path], target: float, out: Path | None, write_config: Path
         ho = Table(title=f"each run held out: the threshold chosen on the others' real code for precision >= {target}")
         for col in ("held-out run", "threshold", "coverage", "precision"):
             ho.add_column(col)
-        fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
         for name, r in summary["held_out"]["runs"].items():
             ho.add_row(Path(name).name, fmt(r["threshold"]), fmt(r["coverage"]), fmt(r["precision"]))
         pooled = summary["held_out"]["pooled"]
