@@ -86,6 +86,31 @@ def test_validity_is_judged_against_the_documents_own_errors():
 
 
 @pytest.mark.parametrize(
+    "before, valid",
+    [
+        ("def f(a):\n    try:\n        return a\n    except TypeError:\n        return None\n", True),  # the body joins f
+        ("x = 1\n", False),  # the body is indented under a plain statement
+    ],
+)
+def test_a_header_replaced_at_a_top_level_nodes_start_is_judged_with_the_node_before(before, valid):
+    # The hole is the whole `def g` line: a comment there leaves g's body to whatever stands above,
+    # which the compiler accepts or not; the judge must see that node to agree with it.
+    text = before + "\n\ndef g(b):\n    \"\"\"Doc.\"\"\"\n    return b\n"
+    start = text.index("def g")
+    end = text.index("\n", start)
+    fill = "\n\n# This"
+    filled = text[:start] + fill + text[end:]
+    try:
+        compile(filled, "<fill>", "exec")
+        compiles = True
+    except SyntaxError:
+        compiles = False
+    assert compiles is valid
+    assert is_valid("python", text, [(start, end)], [fill]) is valid
+    assert is_valid("python", text, [(start, end)], ["def h(b):"]) is True
+
+
+@pytest.mark.parametrize(
     "language, doc, good, bad",
     [
         # A file cut mid-block (its first line is a stray 'else:', its last an open call) with a

@@ -105,12 +105,14 @@ def judged_region(root, data: bytes, spans: list[tuple[int, int]]) -> tuple[int,
 
     A fill's syntax is judged there: top-level statements, functions and classes parse on their
     own, so a fill that breaks something shows within them, and a large file is not reparsed for
-    every candidate. From the last top-level node that starts at or before the first hole to the
-    first that ends at or after the last hole (the file's ends where there is none).
+    every candidate. From the last top-level node that starts before the first hole to the first
+    that ends at or after the last hole (the file's ends where there is none): a hole at the very
+    start of a node may join what follows it to the node before (a header replaced by a comment
+    leaves its body to the statement above), so that node is judged with it.
     """
     tops = [(c.start_byte, c.end_byte) for c in root.children]
     lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
-    starts = [a for a, _ in tops if a <= lo]
+    starts = [a for a, _ in tops if a < lo]
     ends = [b for _, b in tops if b >= hi]
     return (line_start(data, starts[-1]) if starts else 0), (line_end(data, ends[0]) if ends else len(data))
 
