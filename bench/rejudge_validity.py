@@ -1,8 +1,9 @@
 """Committed ``infill bench validity`` records judged again with the current code's judge: no
 model runs. Each record's fill goes back into its file (read from the sources directory that
 ``bench/fetch_validity_sources.sh`` fills) and ``judge`` reads it as the benchmark would today.
-Prints, per language and in all, the valid counts as recorded and as judged now, and each record
-whose verdict changed:
+Prints, per language and in all, the counts of ``valid`` (the original file with the fill) and
+``valid_cut`` (the document the engine judged) as recorded and as judged now, and each record whose
+verdict changed:
 
     .venv/bin/python bench/rejudge_validity.py bench/results/v2.18/validity-s331 [more runs...]
 
@@ -34,6 +35,7 @@ def main() -> None:
                 c = counts[r["language"]]
                 c["holes"] += 1
                 c["recorded"] += bool(r["valid"])
+                c["recorded_cut"] += bool(r["valid_cut"])
                 path = args.sources / r["language"] / r["path"]
                 if not path.is_file():
                     c["missing"] += 1
@@ -42,16 +44,23 @@ def main() -> None:
                 if cut.reference != r["reference"]:
                     c["missing"] += 1  # the file changed since the run
                     continue
-                now = judge(r["language"], cut, r["fill"])["valid"]
-                c["now"] += bool(now)
-                if bool(now) != bool(r["valid"]):
-                    print(f"{results.parent}: {r['language']} hole {r['hole']} ({r['kind']}, {r['path']}:{r['line']}): "
-                          f"recorded {r['valid']}, now {now}; fill {r['fill'][:60]!r}")
+                now = judge(r["language"], cut, r["fill"])
+                c["now"] += bool(now["valid"])
+                c["now_cut"] += bool(now["valid_cut"])
+                for key in ("valid", "valid_cut"):
+                    if bool(now[key]) != bool(r[key]):
+                        print(f"{results.parent}: {r['language']} hole {r['hole']} ({r['kind']}, {r['path']}:{r['line']}): "
+                              f"{key} recorded {r[key]}, now {now[key]}; fill {r['fill'][:60]!r}")
     total = collections.Counter()
     for language, c in sorted(counts.items()):
         total.update(c)
-        print(f"{language:11} holes {c['holes']:4}  valid as recorded {c['recorded']:4}  now {c['now']:4}  missing {c['missing']}")
-    print(f"{'all':11} holes {total['holes']:4}  valid as recorded {total['recorded']:4}  now {total['now']:4}  missing {total['missing']}")
+        _row(language, c)
+    _row("all", total)
+
+
+def _row(name: str, c: collections.Counter) -> None:
+    print(f"{name:11} holes {c['holes']:5}  valid as recorded {c['recorded']:5}, now {c['now']:5}  "
+          f"valid_cut as recorded {c['recorded_cut']:5}, now {c['now_cut']:5}  missing {c['missing']}")
 
 
 if __name__ == "__main__":

@@ -85,6 +85,17 @@ def test_validity_is_judged_against_the_documents_own_errors():
     assert not d.valid([b" 1\n    if"])
 
 
+def test_a_fill_that_mends_a_cut_whose_error_swallowed_the_next_declaration_is_valid():
+    # The cut left `import { bindCallbackIn` whose ERROR takes in the `export function` header after
+    # it, so the top-level nodes around the hole end inside that declaration.
+    doc = ("import { Observable } from '../Observable';\nimport { bindCallbackIn|\n\n"
+           "export function bindNodeCallback(\n  callbackFunc: (...args: any[]) => void,\n): void;\n\n"
+           "export function other(a: number): number {\n  return a;\n}\n")
+    assert valid_at("typescript", doc, "ternals } from './bindCallbackInternals';") is True
+    assert valid_at("typescript", doc, "ternals } from") is False
+    assert valid_at("typescript", doc, "ternals }") is False
+
+
 @pytest.mark.parametrize(
     "before, valid",
     [
