@@ -129,7 +129,7 @@ class Document:
     """
 
     def __init__(self, grammar: Grammar, text: str, holes: list[tuple[int, int]], nest: bool = True, tree=None,
-                 whole: bool = False):
+                 judge_whole: bool = False):
         self.grammar = grammar
         self.text = text
         self.holes = holes
@@ -137,13 +137,13 @@ class Document:
         self.spans = [(str_to_byte(text, s), str_to_byte(text, e)) for s, e in holes]
         self.tree = tree if tree is not None else grammar.parse(self.data)
         self.hooks = hooks_for(grammar.spec)
-        method = self.hooks.nested_region(self.tree.root_node, self.data, self.spans) if nest and self.spans and not whole else None
+        method = self.hooks.nested_region(self.tree.root_node, self.data, self.spans) if nest and self.spans and not judge_whole else None
         if method is not None:
             self.start, self.end, self.head = method
             self.local = self.head + self.data[self.start : self.end]
             self.local_tree = grammar.parse(self.local)
         if method is None or self.local_tree.root_node.child_count != 1:  # no method, or one that does not parse as one block
-            self.start, self.end = judged_region(self.tree.root_node, self.data, self.spans) if self.spans and not whole else (0, len(self.data))
+            self.start, self.end = judged_region(self.tree.root_node, self.data, self.spans) if self.spans and not judge_whole else (0, len(self.data))
             self.end = self.hooks.region_end(self.data, self.start, self.end)
             self.head, self.local = b"", self.data[self.start : self.end]
             whole = (self.start, self.end) == (0, len(self.data))
@@ -198,7 +198,7 @@ class Document:
         if (self.start, self.end) == (0, len(self.data)) and not self.head:
             return self
         if self._whole is None:
-            self._whole = Document(self.grammar, self.text, self.holes, nest=False, tree=self.tree, whole=True)
+            self._whole = Document(self.grammar, self.text, self.holes, nest=False, tree=self.tree, judge_whole=True)
         return self._whole
 
     def region_text(self, i: int) -> tuple[str, str]:
@@ -262,9 +262,10 @@ class Document:
             in_fill = any(_touch(err.start, err.end, a, b) for a, b in spans)
             if in_fill or not any(_touch(err.start, err.end, a, b) for a, b in shifted):
                 new.append(err)
-        if new and self.broken_at_holes and not any(any(_touch(e.start, e.end, a, b) for a, b in spans) for e in new):
+        away = bool(new) and self.broken_at_holes and not any(_touch(e.start, e.end, a, b) for e in new for a, b in spans)
+        if away:
             new = self._not_in_lines_out(new, data, spans, fills)
-        if new and self.strict is None and self.whole() is not self and self._at_edge(new, data, spans):
+        if away and new and self.strict is None and any(e.end >= len(data.rstrip()) for e in new) and self.whole() is not self:
             # The document with holes was broken at one, so its top-level nodes may not be the filled
             # text's (a cut import swallowed the declaration after it into its ERROR, and the region
             # ends inside that declaration): an error only at the region's end is judged whole.
@@ -277,13 +278,6 @@ class Document:
 
     def valid(self, fills: list[bytes]) -> bool:
         return not self.new_errors(fills)[0]
-
-    def _at_edge(self, new: list[ErrorSpan], data: bytes, spans: list[tuple[int, int]]) -> bool:
-        """Are the new errors of the filled region ``data`` away from every fill and one of them at
-        the region's end, where the document with holes was broken at a hole?"""
-        if not self.broken_at_holes or any(_touch(e.start, e.end, a, b) for e in new for a, b in spans):
-            return False
-        return any(e.end >= len(data.rstrip()) for e in new)
 
     def _lines_out(self) -> tuple[list[tuple[int, int]], set[tuple[int, int, int]]]:
         """The holes' lines in the judged region (bytes [start, end) up to the line break, merged),
