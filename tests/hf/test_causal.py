@@ -247,48 +247,6 @@ def test_prefix_cache_runs_only_the_new_context_tokens(hf_dirs):
     assert result.fills[0].text == want.fills[0].text == again.fills[0].text
 
 
-def test_a_keystrokes_context_is_run_into_its_fill_state_and_kept_as_a_view_of_it(hf_dirs):
-    """A one-row fill's context (a keystroke's) runs its new tokens straight into the fill's own keys
-    and values, after the cached run copied in once, and keeps its row as a view of them: the state
-    is the one that encoding the row and copying it in gives, to the bit, and the next keystroke
-    grows from the kept row as from any."""
-    d = hf_dirs("causal-llama")
-    tok = engine_of(d).tokenizer
-    grown = tok.encode(PREFIX + " b, (a,")
-    first = tok.encode(PREFIX)
-    assert grown[: len(first)] == first and len(grown) > len(first)
-    pos = torch.arange(len(grown) + 1, len(grown) + 9)[None]
-    valid = torch.ones_like(pos, dtype=torch.bool)
-    states = {}
-    for way in ("alone", "copied"):
-        m = engine_of(d).model
-        m._encode_row(torch.tensor(first), torch.arange(1, len(first) + 1))
-        tokens, positions = torch.tensor(grown), torch.arange(1, len(grown) + 1)
-        if way == "alone":
-            st = m._start_alone(tokens, positions, pos, valid)
-        else:
-            row = m._encode_rows([(tokens, positions)])[0]
-            st = m._room(pos, len(grown))
-            m._put_context(st, 0, row)
-        states[way] = (m, st)
-    (m, a), (_, b) = states["alone"], states["copied"]
-    L = len(grown)
-    for (ka, va), (kb, vb) in zip(a.kv, b.kv):
-        assert torch.equal(ka[:, :, :L], kb[:, :, :L]) and torch.equal(va[:, :, :L], vb[:, :, :L])
-    assert torch.equal(a.ctx_hidden, b.ctx_hidden) and torch.equal(a.key_pos, b.key_pos) and torch.equal(a.key_ok, b.key_ok)
-    assert len(m._rows) == 1  # the grown row took the place of the one it grew from
-    kept = next(iter(m._rows.values()))
-    assert kept.kv[0][0].data_ptr() == a.kv[0][0].data_ptr()  # a view of the state, not a copy
-    assert kept.hidden.data_ptr() == a.ctx_hidden.data_ptr()
-    # the next keystroke grows from it: only its new token runs
-    calls = []
-    real = m._run
-    m._run = lambda tokens, *args: calls.append(tokens.shape[1]) or real(tokens, *args)
-    more = grown + tok.encode(" 1")
-    m._start_alone(torch.tensor(more), torch.arange(1, len(more) + 1), pos + len(more) - L, valid)
-    assert calls == [len(more) - L]
-
-
 def test_a_document_typed_in_keeps_one_row_in_the_prefix_cache(hf_dirs):
     """A keystroke's row takes the place of the row it grew from, so a document typed in for a while
     holds one row, not one per keystroke: with room for one row per document, the other documents'

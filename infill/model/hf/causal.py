@@ -65,20 +65,18 @@ class _Appending:
 class _InPlace:
     """A transformers cache over a fill's preallocated keys and values (per layer [R, kvH, K, D]):
     each call's fresh ones are written at their places (``rows``, ``at``: where the queries that
-    ``real`` [R, M] marks go) and the buffers' first ``keys`` keys (all: None) are read, so a step
-    copies no cache. The queries are found once per call (integer indices, moved to each layer's
-    device as needed)."""
+    ``real`` [R, M] marks go) and the whole buffers are read, so a step copies no cache. The
+    queries are found once per call (integer indices, moved to each layer's device as needed)."""
 
-    def __init__(self, kv: list[tuple[torch.Tensor, torch.Tensor]], real: torch.Tensor, rows: torch.Tensor, at: torch.Tensor,
-                 keys: int | None = None):
-        self.kv, self.queries, self.rows, self.at, self.keys = kv, real.nonzero(as_tuple=True), rows, at, keys
+    def __init__(self, kv: list[tuple[torch.Tensor, torch.Tensor]], real: torch.Tensor, rows: torch.Tensor, at: torch.Tensor):
+        self.kv, self.queries, self.rows, self.at = kv, real.nonzero(as_tuple=True), rows, at
 
     def update(self, key_states, value_states, layer_idx, *args, **kwargs):
         k, v = self.kv[layer_idx]
         rows, at, q_rows, q_cols = (t.to(k.device) for t in (self.rows, self.at, *self.queries))
         k[rows, :, at] = key_states.transpose(1, 2)[q_rows, q_cols]
         v[rows, :, at] = value_states.transpose(1, 2)[q_rows, q_cols]
-        return (k, v) if self.keys is None else (k[:, :, : self.keys], v[:, :, : self.keys])
+        return k, v
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         return self.kv[0][0].shape[2]
@@ -298,40 +296,11 @@ class CausalLM(HFDiffusionModel):
 
     def _start(self, ctx: CausalBound, pos: torch.Tensor, valid: torch.Tensor) -> _State:
         """Each row's context (what precedes its last slot) encoded, and room for its windows."""
-        contexts = self._context_tokens(ctx, pos, valid)
-        if len(contexts) == 1 and len(contexts[0][0]):
-            return self._start_alone(*contexts[0], pos, valid)
-        rows = self._encode_rows(contexts)
+        rows = self._context_rows(ctx, pos, valid)
         st = self._room(pos, max(1, max(len(x.tokens) for x in rows)))
         for r, row in enumerate(rows):
             self._put_context(st, r, row)
         st.before = _before(pos, valid, st.key_pos[:, : st.key_ok.shape[1]], st.key_ok)
-        return st
-
-    def _start_alone(self, tokens: torch.Tensor, positions: torch.Tensor, pos: torch.Tensor, valid: torch.Tensor) -> _State:
-        """One row's state (a keystroke's fill), its context encoded in place: the longest cached
-        run copied in once, the tokens no row holds run into the state's own keys and values, and
-        the row kept as a view of them (nothing writes a state's context keys once they are in
-        place: windows go after them, and other states copy them). So a keystroke copies its
-        context's keys and values once, as :meth:`_encode_row` and :meth:`_put_context` did three
-        times; the states are the same."""
-        L = len(tokens)
-        best, n = self._lookup(tokens, positions)
-        st = self._room(pos, L)
-        row = self._rows[best] if best is not None else self._empty_row()
-        self._put_kv(st, 0, [(k[0], v[0]) for k, v in row.kv], n)
-        st.ctx_hidden[0, :n] = row.hidden[:n]
-        st.key_pos[0, :L], st.key_ok[0, :L] = positions, True
-        if n == L:
-            self._rows.move_to_end(best)
-        else:
-            q_pos = positions[None, n:]
-            mask = additive_mask(st.key_ok, L - n, self.dtype, n, st.key_pos[:, :L], q_pos)
-            at = torch.arange(n, L, device=self.device)
-            h = self._run(tokens[None, n:], q_pos, mask, _InPlace(st.kv, torch.ones_like(q_pos, dtype=torch.bool), at * 0, at, L))
-            st.ctx_hidden[0, n:L] = h[0]
-            self._keep(_Row(tokens, positions, [(k[:, :, :L], v[:, :, :L]) for k, v in st.kv], st.ctx_hidden[0, :L]), best, n)
-        st.before = _before(pos, valid, st.key_pos[:, :L], st.key_ok)
         return st
 
     def _context_tokens(self, ctx: CausalBound, pos: torch.Tensor, valid: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
