@@ -57,7 +57,10 @@ def test_vscode_shows_drafts_then_the_fill(tmp_path):
     assert all(rest.startswith(t) for t in shown) and [len(t) for t in shown] == sorted({len(t) for t in shown}), seen
     first = next(s for s in seen if s["text"])
     assert first["ms"] < DELAY_MS / 2 and len(first["text"]) < len(rest), seen  # a draft, long before the fill
-    assert seen[-1]["text"] == rest and seen[-1]["ms"] >= DELAY_MS * 0.9, seen  # the final fill, shown when it came
+    # The whole text shows no sooner than the stand-in's last draft, which holds all of it (step 4 of 4,
+    # at 4/5 of the fill's time); the final fill then changes nothing that shows, so VS Code may not
+    # show it again.
+    assert seen[-1]["text"] == rest and seen[-1]["ms"] >= DELAY_MS * 4 / 5 * 0.9, seen
 
     assert rest.startswith(results["escapeDraft"]) and results["escapeDraft"] != rest, results
     assert results["afterEscape"] == [], results["afterEscape"]
