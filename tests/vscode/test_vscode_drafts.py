@@ -26,6 +26,7 @@ from test_vscode_e2e import ARTIFACTS, _vsix  # noqa: E402
 FILL = "return sku, sku, 0.0,"
 SOURCE = "def total(sku):\n    \n\n\ndef other(sku):\n    \n"
 DELAY_MS = 2400  # the stand-in's fill: a draft every 480 ms
+STEPS = 4  # its drafts; the last holds the whole fill
 
 
 @pytest.mark.slow
@@ -36,7 +37,7 @@ def test_vscode_shows_drafts_then_the_fill(tmp_path):
     ws.mkdir()
     (ws / "drafts.py").write_text(SOURCE)
     server = tmp_path / "stub-infill"  # `infill lsp ...` with the stand-in engine
-    server.write_text(f"#!/bin/sh\nINFILL_STUB_FILL='{FILL}' INFILL_STUB_DELAY_MS={DELAY_MS} INFILL_STUB_STEPS=4 "
+    server.write_text(f"#!/bin/sh\nINFILL_STUB_FILL='{FILL}' INFILL_STUB_DELAY_MS={DELAY_MS} INFILL_STUB_STEPS={STEPS} "
                       f"exec {sys.executable} {REPO / 'tests' / 'lsp' / 'stub_server.py'}\n")
     server.chmod(0o755)
     settings = {"infill.drafts": 1, "infill.debounceMs": 0, "infill.trace.server": "verbose"}
@@ -57,10 +58,10 @@ def test_vscode_shows_drafts_then_the_fill(tmp_path):
     assert all(rest.startswith(t) for t in shown) and [len(t) for t in shown] == sorted({len(t) for t in shown}), seen
     first = next(s for s in seen if s["text"])
     assert first["ms"] < DELAY_MS / 2 and len(first["text"]) < len(rest), seen  # a draft, long before the fill
-    # The whole text shows no sooner than the stand-in's last draft, which holds all of it (step 4 of 4,
-    # at 4/5 of the fill's time); the final fill then changes nothing that shows, so VS Code may not
-    # show it again.
-    assert seen[-1]["text"] == rest and seen[-1]["ms"] >= DELAY_MS * 4 / 5 * 0.9, seen
+    # The whole text shows no sooner than the stand-in's last draft, which holds all of it (at
+    # STEPS / (STEPS + 1) of the fill's time); the final fill then changes nothing that shows, so
+    # VS Code may not show it again.
+    assert seen[-1]["text"] == rest and seen[-1]["ms"] >= DELAY_MS * STEPS / (STEPS + 1) * 0.9, seen
 
     assert rest.startswith(results["escapeDraft"]) and results["escapeDraft"] != rest, results
     assert results["afterEscape"] == [], results["afterEscape"]
