@@ -880,17 +880,23 @@ class Engine:
         (a class's body filled with a ``def`` header that no line may follow). ``p`` elsewhere."""
         if not self.model.capabilities.left_to_right or len(p.request.holes) != 1 or first.fills[0].valid is not False:
             return p
-        ban = self.first_token(p, first.fills[0].text)
-        return replace(p, bans=[ban]) if ban is not None else p
+        word = self.first_word(p, first.fills[0].text)
+        return replace(p, leads=[word[0]], bans=[word[1]]) if word is not None else p
 
-    def first_token(self, p: _Prepared, fill: str) -> tuple[int, int] | None:
-        """(slot, token): where ``fill`` (a fill of p's one hole, as its result has it) puts its
-        first token after p's lead, and that token; None where it has none there."""
+    def first_word(self, p: _Prepared, fill: str) -> tuple[list[int], tuple[int, int]] | None:
+        """Where ``fill`` (a fill of p's one hole, as its result has it) writes its first token of
+        code after p's lead: (the tokens before it: p's lead, then the healed bytes and indentation
+        as ``fill`` wrote them; (slot, token) of it). A ban there makes a fill start otherwise; one
+        on a token of whitespace would only make it write the same indentation in other tokens.
+        None where ``fill`` has no such token inside the window."""
         toks = self.tokenizer.encode(p.heals[0].decode("utf-8", "replace") + p.indents[0] + fill)
         lead = p.leads[0]
-        if len(toks) <= len(lead) or toks[: len(lead)] != lead or len(lead) >= p.windows[0]:
+        if toks[: len(lead)] != lead:
             return None
-        return len(lead), toks[len(lead)]
+        k = max(len(lead), self.code_start(toks))
+        if k >= min(len(toks), p.windows[0] - 1):
+            return None
+        return toks[:k], (k, toks[k])
 
     def echo_round(self, prepared: list[_Prepared], results: list[FillResult], members: list[int], cancel) -> None:
         """Branch the ranked fills that only echo the line after the hole (echo_branches) or leave
@@ -931,9 +937,7 @@ class Engine:
         if line is None or not (not fill.strip() or (line.strip().startswith(fill.strip()) and not fill.endswith("\n"))):
             return []
         echo = self.tokenizer.encode(p.heals[0].decode("utf-8", "replace") + line + "\n")  # as the fill would write it
-        k0 = 0
-        while k0 < len(echo) and not self.tokenizer.decode([echo[k0]]).strip():
-            k0 += 1
+        k0 = self.code_start(echo)
         lead = p.leads[0]
         out = []
         for j in range(n):
@@ -955,7 +959,8 @@ class Engine:
         the text after it closes, and where the model would, it writes the opener; the finisher
         cuts them back to where they mend the document, Finisher._cut_to_mend): one that commits
         the fill's first line, and one that writes a first line of its own, not started with the
-        fill's first token (a fill that began a comment or a statement that no opener can follow).
+        fill's first word (:meth:`first_word`: a fill that began a comment or a statement that no
+        opener can follow).
         None elsewhere."""
         req = p.request
         if p.shape.opener or not req.options.constrained or not self.ranks_one_hole(req):
@@ -969,12 +974,18 @@ class Engine:
         if not line.strip():
             return [self.branch(p, list(lead), None, mends)]
         # and a line of its own, not started as the fill's (which may be a comment, an assignment)
-        ban = self.first_token(p, fill.text)
-        fresh = [self.branch(p, list(lead), ban, mends)] if ban is not None else []
+        fresh = [self.branch(p, *word, mends) for word in [self.first_word(p, line)] if word is not None]
         leads = self.tokenizer.encode(p.heals[0].decode("utf-8", "replace") + p.indents[0] + line)
         if leads[: len(lead)] != lead or len(leads) + 1 >= p.windows[0]:
             return fresh
         return [self.branch(p, leads, None, mends), *fresh]
+
+    def code_start(self, tokens: list[int]) -> int:
+        """How many of ``tokens`` lead them with whitespace alone (a line break, indentation)."""
+        k = 0
+        while k < len(tokens) and not self.tokenizer.decode([tokens[k]]).strip():
+            k += 1
+        return k
 
     def ranks_one_hole(self, request: FillRequest) -> bool:
         """Is ``request`` one hole whose candidates Engine.pick ranks by the text after it?"""

@@ -525,6 +525,13 @@ def test_a_left_to_right_retry_may_not_start_as_the_invalid_first_round_did(hf_d
     assert not allowed[ids[k]] and allowed[tok.encode("x")[0]]
     valid = FillResult(fills=[Fill(text="x = 1", score=-1.0, valid=True)], timings=Timings(), model="m")
     assert engine.unlike(p, valid) is p  # only an invalid first round is avoided
+    # a fill that wrote its own indentation: that is kept, and its first word is banned (not a token of spaces)
+    at = text.index("\n\n") + 1
+    q = engine.prepare(FillRequest(text=text[:at] + text[at + 4 :], holes=[Hole(at, at, 8)], language="python"))
+    retry = engine.unlike(q, FillResult(fills=[Fill(text="    def f(self", score=-1.0, valid=False)], timings=Timings(), model="m"))
+    (k, banned), = retry.bans
+    assert not tok.decode(retry.leads[0]).strip() and k == len(retry.leads[0]) and tok.decode([banned]).strip()
+    assert tok.decode(retry.leads[0] + [banned]).startswith(q.heals[0].decode() + q.indents[0] + "    ")
 
 
 def test_a_causal_step_rule_is_one_slot_a_step_and_fewer_steps_end_the_fill_early(hf_dirs):
@@ -1149,10 +1156,23 @@ def test_a_ranked_fill_that_leaves_its_document_broken_branches_into_one_that_me
     b, fresh = engine.mend_branch(p, result(" else"))  # valid, but the stray '}' stays: the line goes on from it
     assert tok.decode(b.leads[0]) == p.heals[0].decode() + " else" and b.bans == [None]
     assert b.shape.mends and not p.shape.mends  # it may not end or break its line before it opens the block again
-    # and a line of its own that may not start as " else" did (its first token is banned)
-    assert fresh.leads == p.leads and fresh.shape.mends and fresh.bans == [engine.first_token(p, " else")] != [None]
+    # and a line of its own that may not start as " else" did: its leading whitespace kept, its first word banned
+    toks = tok.encode(p.heals[0].decode() + " else")
+    k0 = next(k for k, t in enumerate(toks) if tok.decode([t]).strip())
+    assert fresh.leads == [toks[:k0]] and fresh.shape.mends and fresh.bans == [(k0, toks[k0])]
+    assert engine.first_word(p, " else") == (toks[:k0], (k0, toks[k0]))
     assert b.request.options.candidates == 1
     assert engine.mend_branch(p, result(" else {")) == []  # it mends the document: nothing to branch
+    # a hole where a whole line stood (`if (x) {` cut): the fresh line keeps the indentation moved into
+    # the hole and bans the fill's first word, not its indentation (a ban there only shifts the line)
+    cut = "function f(x) {\n  a();\n\n    b();\n  }\n  return 1;\n}\n"
+    line = engine.prepare(FillRequest(text=cut, holes=[Hole(start=cut.index("\n\n") + 1, end=cut.index("\n\n") + 1, max_tokens=8)],
+                                      language="javascript"))
+    branches = engine.mend_branch(line, result("b();"))
+    assert branches and all(not tok.decode(f.leads[0]).strip() for f in branches[1:])
+    fresh = branches[-1]
+    assert tok.decode(fresh.leads[0]) == line.heals[0].decode() + line.indents[0]
+    assert tok.decode([fresh.bans[0][1]]).strip() and fresh.bans[0][0] == len(fresh.leads[0])
     assert engine.mend_branch(p, FillResult([Fill(text=")", score=-1.0, valid=False)], Timings(), "m")) == []
     broken = "function f(x) {\n  let y = ;\n  return 1;\n}\n"  # broken elsewhere: no bracket a fill could open
     at2 = broken.index("return 1;") + len("return 1;")
