@@ -974,7 +974,8 @@ class Engine:
         if not line.strip():
             return [self.branch(p, list(lead), None, mends)]
         # and a line of its own, not started as the fill's (which may be a comment, an assignment)
-        fresh = [self.branch(p, *word, mends) for word in [self.first_word(p, line)] if word is not None]
+        word = self.first_word(p, line)
+        fresh = [self.branch(p, *word, mends)] if word is not None else []
         leads = self.tokenizer.encode(p.heals[0].decode("utf-8", "replace") + p.indents[0] + line)
         if leads[: len(lead)] != lead or len(leads) + 1 >= p.windows[0]:
             return fresh
