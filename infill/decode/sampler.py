@@ -67,9 +67,10 @@ class Schedule:
     # ``drafter``) are run at a greedy row's frontier slot and after it, so that one model call can commit the
     # slots whose predecessors were guessed right (the fill is the same as without drafts, but where a step budget
     # ends it: a speculative step may have committed more by then)
-    lookahead_slots: int = 6  # slots a speculative step runs in all, at most (a row's own slot included): past a few
-    # rows a step's cost grows with its slots (the 2-core CPU's int8 products: flat to about 4 rows, then in
-    # proportion), so a lone request speculates and a batch of several does not (measured: BENCHMARKS.md)
+    lookahead_slots: int = 4  # slots a speculative step runs in all, at most (a row's own slot included): the CPU's
+    # 4-bit and int8 few-row products run rows in blocks of 4 (1, 4 and 5 rows of a 3072x576 layer: 226, 410 and
+    # 733 us on the 2-core AVX2 CPU), so a lone request speculates within one block and a batch of four does not
+    # (measured: BENCHMARKS.md, v2.3 and v2.22)
 
 
 @dataclass

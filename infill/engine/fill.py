@@ -79,8 +79,10 @@ class EngineConfig:
     # single-line tasks of a fresh 200 than 4 and 3 fewer, 12 no more than 8 (BENCHMARKS.md, v2.10)
     rerank_temperature: float = 0.7  # the draws' temperature (a greedy request's; a sampling request keeps its own)
     rerank_lines: int = 4  # the lines of code after the hole that rank them (suffix_head)
-    lookahead: int = 4  # a causal model's speculative steps: tokens guessed by prompt lookup (infill/engine/drafts.py)
-    # and checked in one model call; the fill is the same, fewer calls write it (0: one slot per call)
+    lookahead: int = 3  # a causal model's speculative steps: tokens guessed by prompt lookup (infill/engine/drafts.py)
+    # and checked in one model call; the fill is the same, fewer calls write it (0: one slot per call). With the
+    # committed slot, 4 rows: the CPU's 4-bit and int8 kernels run rows in blocks of 4, and a 5th row costs a
+    # second block (keystroke fills 2-11% faster than with 4 in five typing runs, the same fills: BENCHMARKS.md, v2.22)
     echo_branches: int = 3  # a ranked line's fill that only echoes the next line gets this many more greedy fills,
     # each turning off the echo one token further on (Engine.echo_branches)
     suffix_lines: int = 0  # a causal model reads this many lines after the last hole's line before the prefix,
