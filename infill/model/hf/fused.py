@@ -11,10 +11,14 @@ modules bit for bit; a context's many rows go through a dense product, whose blo
 differently (tests/hf/test_fused.py). The parts' weights become views into the stacked ones (no
 second copy), and transformers' forward over them stays the reference.
 
-Everything else is transformers' own: the layers' norms, rotary embedding and its application, the
-attention function the config names, the caches' ``update`` protocol. Only the order of the calls
-is written here, for the one layer shape it knows (``LlamaDecoderLayer``: pre-norm attention and a
-gated MLP with its own activation, no biases); :func:`stack` returns None for any other stack,
+Everything else is transformers' own or torch's fused form of it: the layers' norms (in fp32
+torch's ``rms_norm``, one call where transformers' ``LlamaRMSNorm`` makes seven, equal to it bit for
+bit), the rotary embedding and its application (once over the queries' and keys' heads side by
+side, the same products elementwise), the attention function the config names, the caches'
+``update`` protocol. A decoding step runs some 80 small ops a layer, so their count, not their
+arithmetic, is most of what is left outside the products. Only the order of the calls is written
+here, for the one layer shape it knows (``LlamaDecoderLayer``: pre-norm attention and a gated MLP
+with its own activation, no biases, RMS norms); :func:`stack` returns None for any other stack,
 which then runs as transformers runs it.
 """
 
@@ -25,7 +29,7 @@ import sys
 import torch
 from torch import nn
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-from transformers.models.llama.modeling_llama import LlamaDecoderLayer
+from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRMSNorm
 
 from infill.model.hf.int8 import Int8Linear
 
@@ -76,28 +80,39 @@ class StackedLayers:
     def __init__(self, backbone: nn.Module, qkv: list[Int8Linear], gate_up: list[Int8Linear]):
         self.backbone, self.qkv, self.gate_up = backbone, qkv, gate_up
         attn = backbone.layers[0].self_attn
-        self.widths = [attn.q_proj.out_features, attn.k_proj.out_features, attn.v_proj.out_features]
         self.head_dim = attn.head_dim
-        self.rotate = sys.modules[type(backbone.layers[0]).__module__].apply_rotary_pos_emb
+        self.heads = attn.q_proj.out_features // self.head_dim  # query heads, then key heads, then value heads
+        self.rotated = self.heads + attn.k_proj.out_features // self.head_dim  # the heads the rotary turns
+        self.rotate_half = sys.modules[type(backbone.layers[0]).__module__].rotate_half
         self.attend = ALL_ATTENTION_FUNCTIONS[backbone.config._attn_implementation]
+
+    @staticmethod
+    def norm(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        """``module`` (a LlamaRMSNorm) applied: in fp32 as one call (equal to it bit for bit), in
+        another dtype as the module (which multiplies by its weight after rounding to that dtype)."""
+        if x.dtype != torch.float32 or module.weight.dtype != torch.float32:
+            return module(x)
+        return nn.functional.rms_norm(x, module.weight.shape, module.weight, module.variance_epsilon)
 
     def __call__(self, tokens: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor, cache=None) -> torch.Tensor:
         bb = self.backbone
         x = bb.embed_tokens(tokens)
         cos, sin = bb.rotary_emb(x, positions)
         B, M = tokens.shape
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # over the heads (transformers' apply_rotary_pos_emb)
         for i, layer in enumerate(bb.layers):
             attn, mlp = layer.self_attn, layer.mlp
-            q, k, v = (t.view(B, M, -1, self.head_dim).transpose(1, 2)
-                       for t in self.qkv[i](layer.input_layernorm(x)).split(self.widths, -1))
-            q, k = self.rotate(q, k, cos, sin)
+            heads = self.qkv[i](self.norm(layer.input_layernorm, x)).view(B, M, -1, self.head_dim).transpose(1, 2)
+            qk = heads[:, : self.rotated]
+            qk = qk * cos + self.rotate_half(qk) * sin
+            q, k, v = qk[:, : self.heads], qk[:, self.heads :], heads[:, self.rotated :]
             if cache is not None:
                 k, v = cache.update(k, v, i)
             o, _ = self.attend(attn, q, k, v, mask, dropout=0.0, scaling=attn.scaling)
             x = x + attn.o_proj(o.reshape(B, M, -1).contiguous())
-            gate, up = self.gate_up[i](layer.post_attention_layernorm(x)).split(mlp.gate_proj.out_features, -1)
+            gate, up = self.gate_up[i](self.norm(layer.post_attention_layernorm, x)).split(mlp.gate_proj.out_features, -1)
             x = x + mlp.down_proj(mlp.act_fn(gate) * up)
-        return bb.norm(x)
+        return self.norm(bb.norm, x)
 
 
 def stack(backbone: nn.Module) -> StackedLayers | None:
@@ -107,7 +122,8 @@ def stack(backbone: nn.Module) -> StackedLayers | None:
     if not layers:
         return None
     projections = ("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj")
-    ok = all(isinstance(layer, LlamaDecoderLayer)
+    norms = [backbone.norm] + [n for layer in layers for n in (layer.input_layernorm, layer.post_attention_layernorm)]
+    ok = all(type(n) is LlamaRMSNorm for n in norms) and all(isinstance(layer, LlamaDecoderLayer)
              and all(isinstance(getattr(m, n), Int8Linear) for m, names in zip((layer.self_attn, layer.mlp), projections)
                      for n in names) for layer in layers)
     if not ok:
