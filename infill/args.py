@@ -86,7 +86,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                    help="a causal model reads this many lines after the hole's line before the text before it (default: 0, none)")
     p.add_argument("--lookahead", type=int_in(0), default=None,
                    help="a causal model's speculative steps: tokens guessed ahead by prompt lookup and checked in one "
-                        "model call (the same fill, fewer calls; 0: one token a call; default: 4)")
+                        "model call (the same fill, fewer calls; 0: one token a call; default: 3, with the token before them one "
+                        "block of the CPU's 4-row kernels)")
 
 
 def engine_settings(args: argparse.Namespace) -> dict:

@@ -524,3 +524,15 @@ def test_fills_under_the_models_floor_are_marked(run, tiny_model_dir, tmp_path, 
         assert marked == (floor is not None) and ("1 fill scored under the model's floor" in err) == (floor is not None), (out, err)
         rc, out, err = run("fill", "--json", str(f), *where, model=False)
         assert json.loads(out)["min_score"] == floor
+
+
+def test_lookahead_help_names_the_engine_default():
+    import argparse
+
+    from infill.args import add_model_options
+    from infill.engine.fill import EngineConfig
+
+    p = argparse.ArgumentParser()
+    add_model_options(p)
+    help_text = next(a.help for a in p._actions if "--lookahead" in a.option_strings)
+    assert f"default: {EngineConfig().lookahead}," in help_text
