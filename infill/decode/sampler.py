@@ -25,7 +25,8 @@ A frontier schedule may speculate (``lookahead``): a drafter guesses the tokens 
 row's frontier slot on, the model runs the row with those guesses in place, and the step commits
 the frontier slot and then each next slot while the token committed before it is the one guessed
 there (its state read the right token), so a step commits one or more slots and the fill is the
-one a step per slot gives (but where a step budget ends it first).
+one a step per slot gives (but where a step budget, a deadline or the caller stops it first: a
+speculative step may have committed more by then).
 
 A row whose slots are all committed drops out of the model calls (rows are independent
 candidates); a row the constraint holds back gets ``overrun`` more of its steps, then commits what
