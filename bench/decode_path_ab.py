@@ -42,8 +42,10 @@ def switched(*args, **kwargs):
     return (earlier_attention if EARLIER["on"] else attention.attention_forward)(*args, **kwargs)
 
 
-def typing(text: str, spots: int, keys: int, seed: int):
-    """(spot, keystroke, request): ``keys`` keystrokes into a line at each of ``spots`` random lines."""
+def typing(text: str, spots: int, keys: int, seed: int, min_score: float | None = None):
+    """(spot, keystroke, request): ``keys`` keystrokes into a line at each of ``spots`` random lines.
+    With ``min_score``, the requests the language server makes at a cursor (a 32-token window, that
+    score floor); without, one candidate and the engine's defaults."""
     lines = text.splitlines(keepends=True)
     rng = random.Random(seed)
     for spot in range(spots):
@@ -55,8 +57,9 @@ def typing(text: str, spots: int, keys: int, seed: int):
         end = start + len(lines[i].rstrip("\n")) - indent
         for k in range(keys):
             cur = start + k
-            yield spot, k, FillRequest(text=text[:cur] + text[end:], holes=[Hole(cur, cur)], language="python",
-                                       options=SamplingOptions(candidates=1))
+            options = SamplingOptions(candidates=1, min_score=min_score)
+            hole = Hole(cur, cur) if min_score is None else Hole(cur, cur, 32)
+            yield spot, k, FillRequest(text=text[:cur] + text[end:], holes=[hole], language="python", options=options)
 
 
 def main() -> None:

@@ -20,7 +20,6 @@ from decode_path_ab import typing
 
 from infill.engine.fill import Engine, EngineConfig
 from infill.model.declared import declared_min_score
-from infill.protocol import FillRequest, Hole, SamplingOptions
 
 
 def engine_with(lookahead: int, slots: int) -> Engine:
@@ -42,10 +41,7 @@ def main() -> None:
     engines = [engine_with(*v) for v in variants]
     floor = declared_min_score(engines[0].config.model_dir)
     times, fills = [[] for _ in engines], [[] for _ in engines]
-    for n, (spot, k, typed) in enumerate(typing(open(args.file).read(), args.spots, args.keys, args.seed)):
-        hole = typed.holes[0]
-        request = FillRequest(text=typed.text, holes=[Hole(hole.start, hole.end, 32)], language="python",
-                              options=SamplingOptions(candidates=1, min_score=floor))
+    for n, (spot, k, request) in enumerate(typing(open(args.file).read(), args.spots, args.keys, args.seed, floor)):
         for i in [(n + j) % len(engines) for j in range(len(engines))]:
             t0 = time.perf_counter()
             result = engines[i].fill(request)

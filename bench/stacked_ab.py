@@ -25,7 +25,6 @@ from infill.engine.fill import Engine, EngineConfig
 from infill.model.declared import declared_min_score
 from infill.model.hf.causal import _Appending
 from infill.model.hf.model import additive_mask
-from infill.protocol import FillRequest, Hole, SamplingOptions
 
 
 def module_from(path: str):
@@ -76,10 +75,7 @@ def main() -> None:
         steps = {M: step_times(now, before, text, M, args.calls) for M in (1, 4)}
     floor = declared_min_score(now.config.model_dir)
     pairs = []
-    for n, (spot, k, typed) in enumerate(typing(text, args.spots, args.keys, args.seed)):
-        hole = typed.holes[0]
-        request = FillRequest(text=typed.text, holes=[Hole(hole.start, hole.end, 32)], language="python",
-                              options=SamplingOptions(candidates=1, min_score=floor))
+    for n, (spot, k, request) in enumerate(typing(text, args.spots, args.keys, args.seed, floor)):
         got = {}
         for engine in ((now, before) if n % 2 else (before, now)):
             t0 = time.perf_counter()
