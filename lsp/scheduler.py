@@ -26,6 +26,13 @@ A batch stops between steps only when every job in it is cancelled; a job cancel
 batch runs gets Cancelled instead of its result. If the batch fails with an InfillError (a
 request the engine rejects), its jobs are retried one by one, so a bad request fails only itself.
 
+While a document is typed in at the end of a long prefix, the prefix's start moves every so
+often (``Engine.prepare``'s sticky start), and the fill that moves it encodes its whole context
+again: seconds on a CPU. So once the worker has been idle for ``AHEAD_IDLE_S`` after a cursor
+fill, it encodes that context ahead where typing is about to move the start
+(``Engine.encode_ahead``), a chunk at a time, and stops as soon as a fill is asked for: a pause
+in typing pays for the keystroke that would have stalled.
+
 A fill may ask for drafts (``on_draft``: lsp/drafts.py): the engine streams those of its batch's
 first request only, so a job whose awaiters want drafts goes first in its batch (of several such
 jobs in one batch, the oldest gets them). Drafts reach ``on_draft`` on the event loop through a
@@ -59,6 +66,7 @@ MAX_BATCH = 16  # fill jobs run through one fill_batch call, at most
 BATCH_WAIT_S = 0.015  # how long a batch waits for the next fills of recently answered documents
 RECENT_S = 1.0  # a document answered this recently counts as typing
 MAX_SHED = 4  # under load an elastic fill does at least 1/MAX_SHED of its usual work
+AHEAD_IDLE_S = 0.3  # the worker encodes a context ahead once no fill was asked for this long
 
 
 def _awaitable(future: Future) -> asyncio.Future:
@@ -162,6 +170,17 @@ class _PendingFill:
         return bool(self.scheduler._pending)
 
 
+class _Asked:
+    """A stop flag for encoding ahead: set once a fill is waiting, or was asked for after ``since``
+    (it may still be in its debounce)."""
+
+    def __init__(self, scheduler: "Scheduler", since: float):
+        self.scheduler, self.since = scheduler, since
+
+    def is_set(self) -> bool:
+        return bool(self.scheduler._pending) or self.scheduler._asked_at > self.since
+
+
 class Scheduler:
     """Runs engine loads and (batched) fills on a single worker thread."""
 
@@ -185,6 +204,8 @@ class Scheduler:
         self._inflight: dict[Hashable, _Job] = {}  # full cache key -> the job filling it (shared by equal requests)
         self._queued = threading.Condition()  # guards _pending (the event loop appends, the worker takes)
         self._drain_queued = False  # a _run_pending is waiting in the executor
+        self._asked_at = 0.0  # time.monotonic() when a fill was last asked for
+        self._ahead: FillRequest | None = None  # the latest cursor fill's request, while an _encode_ahead is queued
         self.cache = LRU()
 
     # -- the model ------------------------------------------------------------------------
@@ -263,6 +284,7 @@ class Scheduler:
 
         Awaiting this in a task that gets cancelled (``$/cancelRequest``) sets the cancel flag too.
         """
+        self._asked_at = time.monotonic()
         self.cancel(key)
         flag = threading.Event()
         self._flags[key] = flag
@@ -349,6 +371,35 @@ class Scheduler:
                 if any(job.queued_at <= self.load_done_at for job in jobs):
                     log.info("a fill that came during the load was answered %.0f ms after the load ended",
                              (now - self.load_done_at) * 1000)
+        cursor = [job.request for job in jobs if job.elastic]
+        if cursor:
+            if self._ahead is None:
+                self._executor.submit(self._encode_ahead)
+            self._ahead = cursor[-1]
+
+    def _encode_ahead(self) -> None:
+        """Once no fill was asked for AHEAD_IDLE_S, the latest cursor fill's context as typing is about
+        to move its prefix's start (Engine.encode_ahead), stopped as soon as a fill is asked for."""
+        while True:
+            with self._queued:
+                if self._pending:
+                    self._ahead = None
+                    return
+                left = self._asked_at + AHEAD_IDLE_S - time.monotonic()
+                if left <= 0:
+                    break
+                self._queued.wait(left)
+        request, self._ahead = self._ahead, None
+        encode = getattr(self._engine, "encode_ahead", None)
+        if request is None or encode is None:
+            return
+        t0 = time.perf_counter()
+        try:
+            kept = encode(request, stop=_Asked(self, time.monotonic()))
+        except Exception as e:  # noqa: BLE001 - a courtesy, like the warm-up: the next fill encodes what it needs
+            log.info("encoding a context ahead failed: %s", e)
+            return
+        log.debug("a context ahead: %d tokens kept, %.0f ms", kept, (time.perf_counter() - t0) * 1000)
 
     def _wait_for_typists(self) -> None:
         """Wait (at most batch_wait_s) until every recently answered key has a job pending."""

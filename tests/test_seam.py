@@ -102,6 +102,9 @@ class FullAttentionLM(nn.Module):
     def extend_segments(self, heads, ids):
         raise AssertionError("a model without exact_segment_cache never extends a cached segment")
 
+    def prefetch(self, context):
+        raise AssertionError("a model without prefix_cache is never asked to encode a context ahead")
+
     def join_segments(self, rows):
         L = max(1, max(sum(len(s) for s in segs) for segs in rows))
         ids = torch.full((len(rows), L), self.pad_id, dtype=torch.long)

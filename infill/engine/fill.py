@@ -55,6 +55,9 @@ END_BYTES = 48  # the text after a hole read for the tokens it starts with (Engi
 LINE_BREAK = "line break"  # a ban (_Prepared.bans) of every token that holds a line break
 
 
+AHEAD_TOKENS = 64  # Engine.encode_ahead looks this many typed tokens ahead: a prefix start that moves sooner is encoded
+AHEAD_CHUNK = 64  # ... and encodes its context this many tokens a model call (a fill waiting for the model waits one)
+CHARS_PER_TOKEN = 4  # about, in code: how far ahead a cut by characters is looked (Engine.prepare's grow)
 MAX_SNIPPETS = 32  # a request's last context snippets that are read at all
 MAX_TOKEN_CHARS = 32  # characters per token of room that a snippet's lines are read for, at most
 
@@ -64,7 +67,8 @@ class EngineConfig:
     model_dir: Path = DEFAULT_MODEL_DIR  # an HF-layout directory (config.json, model.safetensors, tokenizer.json)
     device: str = "auto"  # auto | cpu | cuda[:N]
     context_tokens: int | None = None  # context budget; None = what the model was trained on
-    prefix_share: float = 0.75  # of the budget, what the prefix gets when both sides are long
+    prefix_share: float | None = None  # of the budget, what the prefix gets when both sides are long; None: the
+    # model's (Engine.prefix_share: all of it for a model that reads only what precedes its holes, else 0.75)
     tokens_per_step: int = 2  # default schedule: window slots / tokens_per_step steps
     candidates: int = 2  # default candidates per request (window lengths x seeds)
     max_batch_slots: int = 4096  # rows x window slots denoised together, at most
@@ -273,9 +277,19 @@ class Engine:
     def budget(self) -> int:
         return self.config.context_tokens or self.model.max_context
 
-    def prepare(self, request: FillRequest, shape: Shape | None = None) -> _Prepared:
+    def prefix_share(self) -> float:
+        """Of the budget, what the prefix gets when both sides are long: ``EngineConfig.prefix_share``,
+        else all of it for a left-to-right model (it encodes only what precedes its last hole's
+        slots: the text after that hole would take tokens it never reads), else 0.75."""
+        if self.config.prefix_share is not None:
+            return self.config.prefix_share
+        return 1.0 if self.model.capabilities.left_to_right else 0.75
+
+    def prepare(self, request: FillRequest, shape: Shape | None = None, grow: int = 0) -> _Prepared:
         """Cut, tokenize and trim a request; ``shape``: its hole's (its language's hooks' shape,
-        infill/syntax/hooks.py) where the caller has one already (else stand-in fills find it)."""
+        infill/syntax/hooks.py) where the caller has one already (else stand-in fills find it).
+        ``grow``: its prefix's start where it will be once about that many more tokens are typed
+        at its end (:meth:`encode_ahead`; CHARS_PER_TOKEN characters a token for the cut by characters)."""
         validate(request)
         t0 = time.perf_counter()
         request, indents = line_start_holes(request)
@@ -289,17 +303,18 @@ class Engine:
         # Cut points move in coarse steps, so that while the user types at the end of the
         # prefix its first tokens stay the same and its encoding can be reused (context_cache).
         limit = budget * 12
-        if len(texts[0]) > limit:
-            start = sticky_start(len(texts[0]), limit, quantum=limit // 4)
+        if len(texts[0]) + grow * CHARS_PER_TOKEN > limit:
+            start = min(sticky_start(len(texts[0]) + grow * CHARS_PER_TOKEN, limit, quantum=limit // 4), len(texts[0]))
             cut = texts[0][start:]
             texts[0] = cut[cut.find("\n") + 1 :] if "\n" in cut else cut
         if len(texts) > 1 and len(texts[-1]) > limit:
             cut = texts[-1][:limit]
             texts[-1] = cut[: cut.rfind("\n") + 1] if "\n" in cut else cut
         tokens = self.tokenizer.encode_batch(texts)
-        keep = budget_split([len(t) for t in tokens], budget, self.config.prefix_share)
-        if len(tokens[0]) > keep[0][1]:  # the prefix keeps its end: start at a sticky point
-            keep[0] = (0, len(tokens[0]) - sticky_start(len(tokens[0]), keep[0][1], quantum=max(1, budget // 8)))
+        keep = budget_split([len(t) for t in tokens], budget, self.prefix_share())
+        n = len(tokens[0])
+        if n + grow > keep[0][1]:  # the prefix keeps its end: start at a sticky point
+            keep[0] = (0, max(0, n - sticky_start(n + grow, keep[0][1], quantum=max(1, budget // 8))))
         segments = [trim(t, k) for t, k in zip(tokens, keep)]
         segments[0] = head + segments[0]
         windows = [h.max_tokens for h in request.holes]
@@ -318,6 +333,35 @@ class Engine:
                     segments[h], windows[h] = segments[h][:-1], windows[h] + 1
         return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000, indents, form, leads, heals,
                          [None] * len(windows))
+
+    def encode_ahead(self, request: FillRequest, grow: int = AHEAD_TOKENS, stop: CancelFlag | None = None) -> int:
+        """Encode now, into the model's kept context states, the context that a fill of ``request``
+        will have once its prefix's start first moves (``prepare``'s sticky start: a moved start
+        means the whole context is encoded again, seconds on a CPU), where that happens within
+        ``grow`` more tokens typed at its hole, up to its last line break (the line being typed
+        will change). Then the fill that finds the start moved encodes only what was typed since.
+        The first move, not the start ``grow`` tokens on: the cut by characters and the cut by
+        tokens move at different points, and a start two moves on helps no fill until the second.
+        ``AHEAD_CHUNK`` tokens a model call, checking ``stop`` before each; the tokens kept so far
+        stay. Nothing for a model that keeps no context states (``capabilities.prefix_cache``) or a
+        request of several holes. Returns how many of the context's tokens are kept now (those kept
+        already cost nothing)."""
+        if not self.model.capabilities.prefix_cache or len(request.holes) != 1:
+            return 0
+        now = self.prepare(request).segments[0]
+        if self.prepare(request, grow=grow).segments[0] == now:
+            return 0  # the start stays: the fills to come find this context kept as it is
+        stays, moved = 0, grow  # the start only moves on as the prefix grows: bisect for its first move
+        while moved - stays > 1 and not (stop is not None and stop.is_set()):
+            mid = (stays + moved) // 2
+            stays, moved = (mid, moved) if self.prepare(request, grow=mid).segments[0] == now else (stays, mid)
+        ahead = self.prepare(request, grow=moved).segments[0]
+        end = max((k + 1 for k, t in enumerate(ahead) if b"\n" in self.tokenizer.token_bytes(t)), default=0)
+        done = 0
+        while done < end and not (stop is not None and stop.is_set()):
+            done = min(done + AHEAD_CHUNK, end)
+            self.model.prefetch(ahead[:done])
+        return done
 
     def snippet_tokens(self, request: FillRequest) -> list[int]:
         """The tokens of the request's context snippets (other files' lines, and where

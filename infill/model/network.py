@@ -311,6 +311,10 @@ class DiffusionLM(nn.Module):
             x = b.finish(x, att)
         return ContextCache(keys, values, valid)
 
+    def prefetch(self, context: list[int]) -> None:
+        """Nothing: this model keeps no states across fills itself (the engine's context cache keeps its
+        segments, infill/model/context_cache.py), so it has none to encode ahead (prefix_cache is False)."""
+
     @torch.no_grad()
     def extend_segments(self, heads: list[tuple[list[torch.Tensor], list[torch.Tensor]]],
                         ids: list[list[int]]) -> list[tuple[list[torch.Tensor], list[torch.Tensor]]]:

@@ -44,6 +44,8 @@ class Capabilities:
     # degenerate schedule of masked diffusion)
     scores_text: bool = False  # has ``continuation_logprob`` (a causal model): how likely a text goes on a
     # context, so that candidates can be ranked by the text after the hole, which they did not see
+    prefix_cache: bool = False  # keeps context states across fills by their tokens (a fill whose context starts
+    # as a kept one's encodes only the rest), so ``prefetch`` can encode a context ahead of the fill that needs it
     expand_id: int | None = None  # variable-length fills (DreamOn): this token committed at a slot makes it two
     # masked slots, and a committed pad is deleted (the model does not see it; everything after it closes up),
     # so a hole's window holds its live slots first and its spare (pad) slots last
@@ -137,6 +139,12 @@ class DiffusionModel(Protocol):
 
     def extend_segments(self, heads: list[Segment], ids: list[list[int]]) -> list[Segment]:
         """``heads[b]`` grown by the tokens ``ids[b]`` (only with ``exact_segment_cache``)."""
+        ...
+
+    def prefetch(self, context: list[int]) -> None:
+        """Encode ``context`` (a one-hole request's context tokens, as its fill lays them out) into
+        the states kept across fills, so that a later fill whose context starts with it encodes only
+        the rest. Does nothing without ``capabilities.prefix_cache``."""
         ...
 
     def join_segments(self, rows: list[list[Segment]]) -> Context:

@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 
 import hf_checkpoints as C
 from infill.decode.sampler import denoise_steps, first_masked
-from infill.engine.fill import Engine, EngineConfig
+from infill.engine.fill import Engine, EngineConfig, sticky_start
 from infill.engine.finish import Finisher
 from infill.errors import ModelLoadError
 from infill.model import registry
@@ -51,6 +51,18 @@ def reference(directory):
     from transformers import AutoModelForCausalLM
 
     return AutoModelForCausalLM.from_pretrained(str(directory), dtype=torch.float32).eval()
+
+
+def model_calls(model) -> list[tuple[int, ...]]:
+    """The shape of the tokens of each of ``model``'s calls from now on (its ``_run`` wrapped)."""
+    calls, real = [], model._run
+
+    def counting(tokens, *args, **kwargs):
+        calls.append(tuple(tokens.shape))
+        return real(tokens, *args, **kwargs)
+
+    model._run = counting
+    return calls
 
 
 def request(prefix: str, suffix: str = SUFFIX, max_tokens: int = 8, **options) -> FillRequest:
@@ -192,6 +204,20 @@ def test_engine_fill_commits_transformers_greedy_tokens(hf_dirs):
     assert engine.tokenizer.decode(ids).startswith(result.fills[0].text)  # finishing only cuts its end
 
 
+def test_a_causal_model_reads_the_whole_budget_before_the_hole(hf_dirs):
+    """It never encodes the text after its hole, so the prefix takes the budget that text had
+    (less up to one eighth, the sticky start); a config's share still rules where it sets one."""
+    prefix = "".join(f"x{i} = {i} * {i}\n" for i in range(400))
+    suffix = "".join(f"y{i} = {i} + {i}\n" for i in range(400))
+    req = request(prefix, suffix)
+    engine = engine_of(hf_dirs("causal-llama"), context_tokens=64)
+    pre, suf = engine.prepare(req).segments
+    assert 64 - 8 <= len(pre) <= 64 and not suf
+    assert "x399 = 399 * 399" in engine.tokenizer.decode(pre) and engine.tokenizer.decode(pre) in prefix
+    pre, suf = engine_of(hf_dirs("causal-llama"), context_tokens=64, prefix_share=0.75).prepare(req).segments
+    assert 48 - 8 <= len(pre) <= 48 and len(suf) == 16
+
+
 def test_a_batch_of_two_prefix_lengths_gives_each_alone(hf_dirs):
     d = hf_dirs("causal-llama")
     reqs = [request(PREFIX, max_tokens=7), request(LONGER, "\n", max_tokens=5)]
@@ -220,14 +246,7 @@ def test_prefix_cache_runs_only_the_new_context_tokens(hf_dirs):
     first, second = tok.encode(PREFIX), tok.encode(grown)
     assert second[: len(first)] == first  # the typed text starts new tokens
     new = len(second) - len(first)
-    calls = []
-    real = m._run
-
-    def counting(tokens, positions, mask, cache=None):
-        calls.append(tuple(tokens.shape))
-        return real(tokens, positions, mask, cache)
-
-    m._run = counting
+    calls = model_calls(m)
     engine.fill(request(PREFIX))
     assert calls[0] == (1, len(first))  # the whole context once
     assert all(c == (1, 1) for c in calls[1:])  # then one committed slot per step
@@ -247,6 +266,65 @@ def test_prefix_cache_runs_only_the_new_context_tokens(hf_dirs):
     assert result.fills[0].text == want.fills[0].text == again.fills[0].text
 
 
+def test_a_context_encoded_ahead_leaves_the_fill_that_moves_the_prefix_start_only_its_new_tokens(hf_dirs, monkeypatch):
+    """Near the point where typing moves the prefix's sticky start (the whole context to encode
+    again), encode_ahead encodes the context as it will start, up to its last line break; the fill
+    that moves the start then runs only the tokens after that, and fills as a fresh engine does."""
+    d = hf_dirs("causal-llama")
+    engine = engine_of(d, lookahead=0, context_tokens=64)  # the start moves 8 tokens at a time
+    m, tok = engine.model, engine.tokenizer
+    lines = "".join(f"x{i} = {i}\n" for i in range(40))
+    text = lines + "y = (a,"
+    assert engine.encode_ahead(request("x = (a,", ""), grow=8) == 0  # a short prefix: its start never moves
+    engine.fill(request(text, ""))
+    start = engine.prepare(request(text, "")).segments[0]
+    typed = next(text + " b" * k + "," for k in range(1, 16)
+                 if engine.prepare(request(text + " b" * k + ",", "")).segments[0][:4] != start[:4])
+    kept = engine.encode_ahead(request(text, ""), grow=len(tok.encode(typed)) - len(tok.encode(text)) + 1)
+    context = engine.prepare(request(typed, "")).segments[0]
+    assert 0 < kept < len(context) and tok.decode(context[:kept]).endswith("\n")
+    assert engine.encode_ahead(request(text, ""), grow=len(tok.encode(typed)) - len(tok.encode(text)) + 1) == kept
+    calls = model_calls(m)
+    engine.recent_fills.clear()
+    result = engine.fill(request(typed, ""))
+    assert calls[0][1] == len(context) - kept, (calls, len(context), kept)  # the tokens after the kept line break
+    assert result.fills[0].text == engine_of(d, lookahead=0, context_tokens=64).fill(request(typed, "")).fills[0].text
+
+    class After:  # a fill waits after two model calls
+        def is_set(self):
+            return len(calls) >= 2
+
+    monkeypatch.setattr("infill.engine.fill.AHEAD_CHUNK", 4)
+    calls.clear()
+    m.forget_contexts()
+    assert engine.encode_ahead(request(text, ""), grow=len(tok.encode(typed)) - len(tok.encode(text)) + 1, stop=After()) == 8
+    assert [n for _, n in calls] == [4, 4]
+
+
+def test_typing_on_after_each_encode_ahead_no_start_move_encodes_the_whole_context(hf_dirs):
+    """Typed on, a long prefix's start moves where the cut by characters moves and where the cut by
+    tokens moves, at different points. With encode_ahead run after every keystroke (a typist who
+    pauses), the fill at each move of either kind finds its context's start encoded already."""
+    engine = engine_of(hf_dirs("causal-llama"), lookahead=0, context_tokens=64)  # by tokens every 8, by characters every 192
+    # (this tokenizer's tokens are about a character each, so a move of the cut by characters
+    # shifts where the cut by tokens falls)
+    m, limit = engine.model, 64 * 12
+    text = "".join(f"v{i} = {i}\n" for i in range(300))
+    calls = model_calls(m)
+    moves, before = {"characters": 0, "tokens": 0}, None
+    for cur in range(740, 800):  # a character a keystroke; the cut by characters moves at 769
+        req = request(text[:cur], "")
+        context = engine.prepare(req).segments[0]
+        calls.clear()
+        engine.fill(req)
+        if before is not None and context[:4] != before[0][:4]:
+            moves["characters" if sticky_start(cur, limit, limit // 4) != before[1] else "tokens"] += 1
+            assert calls[0][1] < len(context) // 2, (cur, calls[0], len(context))
+        engine.encode_ahead(req, grow=16)
+        before = context, sticky_start(cur, limit, limit // 4)
+    assert moves["characters"] == 1 and moves["tokens"] >= 3, moves
+
+
 def test_a_document_typed_in_keeps_one_row_in_the_prefix_cache(hf_dirs):
     """A keystroke's row takes the place of the row it grew from, so a document typed in for a while
     holds one row, not one per keystroke: with room for one row per document, the other documents'
@@ -262,20 +340,13 @@ def test_a_document_typed_in_keeps_one_row_in_the_prefix_cache(hf_dirs):
         engine.fill(request(d))
     for k in range(1, len(typed) + 1):  # the first document is typed in; the others wait
         engine.fill(request(docs[0] + "".join(typed[:k])))
-    calls = []
-    real = m._run
-
-    def counting(tokens, positions, mask, cache=None):
-        calls.append(tokens.shape[1])
-        return real(tokens, positions, mask, cache)
-
-    m._run = counting
+    calls = model_calls(m)
     for d in docs[1:]:
         calls.clear()
         engine.recent_fills.clear()
         engine.fill(request(d + typed[0]))
         new = len(tok.encode(d + typed[0])) - len(tok.encode(d))
-        assert calls[0] <= new + 1, (d, calls[0])  # the typed tokens (and a last token re-cut), not the document
+        assert calls[0][1] <= new + 1, (d, calls[0])  # the typed tokens (and a last token re-cut), not the document
     assert len(m._rows) == len(docs)
 
 
@@ -293,14 +364,7 @@ def test_contexts_that_join_together_run_in_one_call_as_they_would_one_by_one(hf
     one._encode_row(*contexts[0])
     batched._encode_row(*contexts[0])  # a cached row the last context grows from
     singles = [one._encode_row(*c) for c in contexts[1:]]
-    calls = []
-    real = batched._run
-
-    def counting(tokens, *args, **kwargs):
-        calls.append(tuple(tokens.shape))
-        return real(tokens, *args, **kwargs)
-
-    batched._run = counting
+    calls = model_calls(batched)
     rows = batched._encode_rows(contexts[1:] + [contexts[1]])
     assert len(calls) == 1 and calls[0][0] == 3, calls  # three contexts to run, one call; the repeat taken
     assert rows[3] is rows[0]
@@ -955,12 +1019,10 @@ def test_the_prefix_cache_keeps_many_documents(hf_dirs):
     docs = [f"def f{i}(a, b):\n    return a + b * {i} +" for i in range(8)]
     for d in docs:
         engine.fill(request(d))
-    calls = []
-    real = m._run
-    m._run = lambda tokens, positions, mask, cache=None: (calls.append(tokens.shape[1]), real(tokens, positions, mask, cache))[1]
+    calls = model_calls(m)
     for d in docs:
         engine.fill(request(d))
-    assert calls and all(n == 1 for n in calls)  # no document's context ran again
+    assert calls and all(n == 1 for _, n in calls)  # no document's context ran again
 
 
 def test_a_slot_joining_a_running_batch_leaves_the_others_windows_as_they_were(hf_dirs, monkeypatch):

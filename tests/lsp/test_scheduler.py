@@ -264,3 +264,42 @@ async def test_a_request_cancelled_while_it_waits_leaves_no_unretrieved_error(ti
     finally:
         loop.set_exception_handler(before)
         scheduler.shutdown()
+
+
+class Ahead(Spy):
+    """The spy with an encode_ahead that runs until its stop flag is set (at most 10 s)."""
+
+    def __init__(self, engine):
+        super().__init__(engine)
+        self.ahead: list[FillRequest] = []
+        self.stopped = threading.Event()
+
+    def encode_ahead(self, request, stop=None):
+        self.ahead.append(request)
+        for _ in range(1000):
+            if stop.is_set():
+                self.stopped.set()
+                break
+            threading.Event().wait(0.01)
+        return 0
+
+
+async def test_an_idle_worker_encodes_the_latest_cursor_fills_context_ahead_and_stops_for_a_fill(tiny_engine, monkeypatch):
+    monkeypatch.setattr("infill.lsp.scheduler.AHEAD_IDLE_S", 0.2)
+    spy, gate = Ahead(tiny_engine), threading.Event()
+    gate.set()
+    scheduler = Scheduler(lambda key: spy)
+    scheduler.load(("tiny", "cpu"))
+    try:
+        await asyncio.wait_for(scheduler.fill(("a.py", "fill"), request(TEXTS["a.py"])), 60)
+        await asyncio.sleep(0.4)
+        assert spy.ahead == []  # a Fill holes job: no document is being typed in
+        for k in range(3):  # keystrokes closer together than AHEAD_IDLE_S: nothing is encoded ahead between them
+            await asyncio.wait_for(scheduler.fill(("b.py", "cursor"), request(TEXTS["b.py"] + "x" * k), elastic=True), 60)
+            assert spy.ahead == []
+        await asyncio.sleep(0.4)
+        assert spy.ahead == [request(TEXTS["b.py"] + "xx")] and not spy.stopped.is_set()  # the latest, once idle
+        await asyncio.wait_for(scheduler.fill(("b.py", "cursor"), request(TEXTS["b.py"] + "xxx"), elastic=True), 5)
+        assert spy.stopped.is_set() and len(spy.ahead) == 1
+    finally:
+        scheduler.shutdown()

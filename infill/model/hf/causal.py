@@ -30,7 +30,7 @@ a later hole sees the earlier holes' committed tokens, but the text between them
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -162,6 +162,7 @@ class CausalLM(HFDiffusionModel):
         self._rows: OrderedDict[int, _Row] = OrderedDict()
         self._serial = 0
         self.context_cache_tokens = PREFIX_TOKENS
+        self.capabilities = replace(self.capabilities, prefix_cache=True)
 
     def set_context_cache(self, tokens: int) -> None:
         """Keep at most ``tokens`` context tokens' states across fills (the latest row is always kept)."""
@@ -171,6 +172,14 @@ class CausalLM(HFDiffusionModel):
     def forget_contexts(self) -> None:
         """Drop every kept context state: the next fill encodes its context from nothing."""
         self._rows.clear()
+
+    @torch.inference_mode()
+    def prefetch(self, context: list[int]) -> None:
+        """Encode ``context`` into the kept rows, at the positions a fill's context takes (from 1, as
+        :meth:`continuation_logprob` reads it), reusing the longest kept run of it."""
+        if context:
+            self._encode_row(torch.tensor(context, dtype=torch.long, device=self.device),
+                             torch.arange(1, len(context) + 1, device=self.device))
 
     def bind_context(self, context: HFContext, rows: torch.Tensor, pos: torch.Tensor) -> CausalBound:
         rows = rows.to(self.device)

@@ -297,6 +297,10 @@ class HFDiffusionModel(nn.Module):
     def extend_segments(self, heads, ids):
         raise NotImplementedError("a bidirectional model's segments are not extended (exact_segment_cache is False)")
 
+    def prefetch(self, context: list[int]) -> None:
+        """Nothing: a bidirectional model keeps no context states across fills (its context depends on the fill's
+        windows), so none can be encoded ahead (prefix_cache is False; CausalLM keeps them)."""
+
     def join_segments(self, rows: list[list[list[int]]]) -> HFContext:
         flat = [[t for seg in segs for t in seg] for segs in rows]
         L = max(1, max((len(f) for f in flat), default=1))
