@@ -66,7 +66,8 @@ MAX_BATCH = 16  # fill jobs run through one fill_batch call, at most
 BATCH_WAIT_S = 0.015  # how long a batch waits for the next fills of recently answered documents
 RECENT_S = 1.0  # a document answered this recently counts as typing
 MAX_SHED = 4  # under load an elastic fill does at least 1/MAX_SHED of its usual work
-AHEAD_IDLE_S = 0.3  # the worker encodes a context ahead once no fill was asked for this long
+AHEAD_IDLE_S = 0.5  # the worker encodes a context ahead once no fill was asked for this long (a pause, not the gap
+# between keystrokes: typed 400 ms apart at 0.3, each gap ran a chunk that the next keystroke waited for)
 
 
 def _awaitable(future: Future) -> asyncio.Future:

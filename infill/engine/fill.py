@@ -56,7 +56,8 @@ LINE_BREAK = "line break"  # a ban (_Prepared.bans) of every token that holds a 
 
 
 AHEAD_TOKENS = 64  # Engine.encode_ahead looks this many typed tokens ahead: a prefix start that moves sooner is encoded
-AHEAD_CHUNK = 64  # ... and encodes its context this many tokens a model call (a fill waiting for the model waits one)
+AHEAD_CHUNK = 16  # ... and encodes its context this many tokens a model call: a keystroke that comes during one waits for
+# it (64 took about 400 ms on two AVX2 cores, the dense product; 16 run as a keystroke's tokens do)
 CHARS_PER_TOKEN = 4  # about, in code: how far ahead a cut by characters is looked (Engine.prepare's grow)
 MAX_SNIPPETS = 32  # a request's last context snippets that are read at all
 MAX_TOKEN_CHARS = 32  # characters per token of room that a snippet's lines are read for, at most
