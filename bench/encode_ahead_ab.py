@@ -17,6 +17,7 @@ each keystroke long enough for it). The first keystroke at a spot (a cold contex
 from __future__ import annotations
 
 import argparse
+import bisect
 import random
 import statistics
 import time
@@ -40,13 +41,10 @@ def jump_at(engine: Engine, text: str, cur: int, floor: float | None, limit: int
     def start(c: int) -> list[int]:
         return engine.prepare(keystroke(text, c, floor)).segments[0][:8]
 
-    first, lo, hi = start(cur), cur, min(cur + limit, len(text) - 1)
-    if start(hi) == first:
+    first, cursors = start(cur), range(cur, min(cur + limit, len(text) - 1) + 1)
+    if start(cursors[-1]) == first:
         return None
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if start(mid) == first else (lo, mid)
-    return hi
+    return cursors[bisect.bisect_left(cursors, True, key=lambda c: start(c) != first)]
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import gc
 import itertools
 import logging
@@ -349,17 +350,15 @@ class Engine:
         already cost nothing)."""
         if not self.model.capabilities.prefix_cache or len(request.holes) != 1:
             return 0
-        now = self.prepare(request).segments[0]
-        if self.prepare(request, grow=grow).segments[0] == now:
+        context = functools.cache(lambda g: self.prepare(request, grow=g).segments[0])
+        if context(grow) == context(0):
             return 0  # the start stays: the fills to come find this context kept as it is
-        stays, moved = 0, grow  # the start only moves on as the prefix grows: bisect for its first move
-        while moved - stays > 1 and not (stop is not None and stop.is_set()):
-            mid = (stays + moved) // 2
-            stays, moved = (mid, moved) if self.prepare(request, grow=mid).segments[0] == now else (stays, mid)
-        ahead = self.prepare(request, grow=moved).segments[0]
+        stopped = lambda: stop is not None and stop.is_set()  # noqa: E731
+        # the start only moves on as the prefix grows: bisect for its first move (cut short by a stop)
+        ahead = context(bisect.bisect_left(range(grow + 1), True, key=lambda g: stopped() or context(g) != context(0)))
         end = max((k + 1 for k, t in enumerate(ahead) if b"\n" in self.tokenizer.token_bytes(t)), default=0)
         done = 0
-        while done < end and not (stop is not None and stop.is_set()):
+        while done < end and not stopped():
             done = min(done + AHEAD_CHUNK, end)
             self.model.prefetch(ahead[:done])
         return done
