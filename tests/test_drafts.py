@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from infill.decode.sampler import Windows
-from infill.engine.drafts import PromptLookup
+from infill.engine.drafts import PromptLookup, RecentFills
 from infill.protocol import FillRequest, Hole, SamplingOptions
 
 M, PAD = 1, 0
@@ -49,10 +49,58 @@ def test_speculative_steps_with_the_default_model_take_fewer_calls_for_the_same_
 def test_recent_fills_are_looked_up_latest_first_after_the_fill_itself():
     segments = [[[5, 6], [9]]]  # nothing in the request follows "6"
     assert PromptLookup(segments, rows=[0]).guess(0, 0, [], 2) == []
-    lookup = PromptLookup(segments, rows=[0], recent=[[5, 6, 1, 2], [5, 6, 3, 4]])
+    lookup = PromptLookup(segments, rows=[0], recent=[[[5, 6, 1, 2], [5, 6, 3, 4]]])
     assert lookup.guess(0, 0, [], 2) == [3, 4]  # "5 6" in the latest fill
     assert lookup.guess(0, 0, [3], 2) == [4]  # "5 6 3": the trigram
     assert lookup.guess(0, 0, [1, 5, 6], 2) == [1, 5]  # the fill repeating itself comes first
+
+
+def test_a_request_drafts_from_its_own_documents_recent_fills_only():
+    segments = [[[5, 6], [9]], [[5, 6], [8]]]
+    lookup = PromptLookup(segments, rows=[0, 1], recent=[[[5, 6, 1, 2]], []])
+    assert lookup.guess(0, 0, [], 2) == [1, 2]
+    assert lookup.guess(1, 0, [], 2) == []  # request 1's document wrote nothing after "5 6"
+
+
+def test_recent_fills_are_kept_per_document_the_latest_documents_only():
+    recent = RecentFills(per_document=2, documents=2)
+    recent.add("a.py", [1]), recent.add("a.py", [2]), recent.add("a.py", [3])
+    recent.add(None, [4])
+    assert recent.of("a.py") == [[2], [3]] and recent.of(None) == [[4]] and recent.of("b.py") == []
+    recent.add("a.py", [5])  # a.py is again the latest: b.py, next, pushes out None
+    recent.add("b.py", [6])
+    assert recent.of(None) == [] and recent.of("a.py") == [[3], [5]] and len(recent) == 3
+    recent.clear()
+    assert not recent
+
+
+def test_a_documents_fill_is_the_same_whatever_another_document_was_filled_before(one_torch_thread):
+    """Another document's fill (the server's warm-up, a file typed in before) leaves no drafts for
+    this one: the same fill, score and steps as from a fresh engine. (With one pool of recent fills,
+    this two-hole fill scored -6.167 after the warm-up's fill and -5.975 without: a step of several
+    drafted slots rounds otherwise, and in the language server it then wrote `max(lo, hi)` for
+    `x, lo, hi`.)"""
+    from infill.engine.fill import Engine, EngineConfig
+    from infill.lsp.server import _WARM_UP_TEXT
+
+    engine = Engine.load(EngineConfig(device="cpu"))
+    text = "def clamp(x, lo, hi):\n    if x < lo:\n        return \n    if x > hi:\n        return \n    return x\n"
+    first, second = text.index("return ") + 7, text.rindex("return ") + 7
+    holes = FillRequest(text=text, holes=[Hole(first, first, 16), Hole(second, second, 16)], language="python",
+                        options=SamplingOptions(steps=8, retry=False), path="file:///ws/holes.py")
+    at = _WARM_UP_TEXT.index("return ") + 7
+    other = FillRequest(text=_WARM_UP_TEXT, holes=[Hole(at, at, 16)], language="python",
+                        options=SamplingOptions(steps=8, candidates=1), path="warm-up.py")
+
+    def seen(result):
+        return [(f.text, f.score) for f in result.fills], result.timings.steps
+
+    engine.forget()
+    alone = seen(engine.fill(holes))
+    engine.forget()
+    assert engine.fill(other).fills[0].text and engine.recent_fills.of("warm-up.py")
+    assert seen(engine.fill(holes)) == alone
+    assert engine.recent_fills.of("file:///ws/holes.py")  # its own fills: its next fill's drafts
 
 
 def test_a_fill_like_the_last_one_takes_fewer_calls_for_the_same_text(one_torch_thread):

@@ -175,8 +175,8 @@ def test_an_invalid_fill_is_cut_back_to_its_longest_valid_prefix(tiny_engine, mo
     req = FillRequest(text=text, holes=[Hole(24, 24, 8, min_tokens=1)], language="python")
     real = tiny_engine.decode_row
 
-    def decode_row(ids, logprob, hole, n_holes):
-        fills, score, filled = real(ids, logprob, hole, n_holes)
+    def decode_row(ids, logprob, hole, heals, path):
+        fills, score, filled = real(ids, logprob, hole, heals, path)
         return [Fill(text="xs))", score=fills[0].score)], score, filled
 
     monkeypatch.setattr(tiny_engine, "decode_row", decode_row)
@@ -264,8 +264,8 @@ def test_a_candidate_with_code_beats_a_blank_one(tiny_engine, monkeypatch):
 
     real, seen = Engine.decode_row, []
 
-    def decode_row(self, ids, logprob, hole, n_holes):  # row 0: a blank fill scored best; row 1: code
-        fills, _, filled = real(self, ids, logprob, hole, n_holes)
+    def decode_row(self, ids, logprob, hole, heals, path):  # row 0: a blank fill scored best; row 1: code
+        fills, _, filled = real(self, ids, logprob, hole, heals, path)
         seen.append(len(seen))
         blank = seen[-1] == 0
         return [msgspec.structs.replace(f, text="\n" if blank else "x") for f in fills], (0.0 if blank else -5.0), filled
@@ -444,8 +444,8 @@ def _fill_with(tiny_engine, monkeypatch, texts, request):
     """``request`` filled by ``tiny_engine`` whose candidate rows decode to ``texts`` (the first scored best)."""
     real, seen = Engine.decode_row, []
 
-    def decode_row(self, ids, logprob, hole, n_holes):
-        fills, _, filled = real(self, ids, logprob, hole, n_holes)
+    def decode_row(self, ids, logprob, hole, heals, path):
+        fills, _, filled = real(self, ids, logprob, hole, heals, path)
         k = len(seen) % len(texts)
         seen.append(k)
         return [msgspec.structs.replace(f, text=texts[k]) for f in fills], -float(k), filled

@@ -19,7 +19,6 @@ import logging
 import math
 import re
 import time
-from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
@@ -35,7 +34,7 @@ from infill.model.budget import budget_split, trim
 from infill.model.device import resolve_device, resolve_dtype
 from infill.model.seam import DiffusionModel, Tokenizer
 from infill.protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
-from infill.engine.drafts import PromptLookup
+from infill.engine.drafts import PromptLookup, RecentFills
 from infill.engine.finish import (Finisher, as_result, drop_indent, join_scaffold, merge_retry, result_rank, stay_quiet,
                                   strict_request)
 from infill.decode.sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, committed_scores, denoise_steps
@@ -50,7 +49,8 @@ _OPERATOR = re.compile(rb"[-:=<>!&|+*/%^?]+")  # an operator's bytes, which a ho
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "model" / "default_model"
 MAX_HOLE_TOKENS = 512
 EXPAND_START = 4  # live slots a variable-length hole starts with (DreamOn's min_gen_len); it grows by expand tokens
-RECENT_FILLS = 8  # the latest fills' tokens that drafts are looked up in (Engine.recent_fills)
+RECENT_FILLS = 8  # the latest fills' tokens of a document that its drafts are looked up in (Engine.recent_fills)
+RECENT_DOCUMENTS = 16  # the documents filled last whose recent fills are kept
 TOKEN_SETS = 64  # the latest token sets an engine keeps (Engine.token_set)
 END_BYTES = 48  # the text after a hole read for the tokens it starts with (Engine.end_set): longer than a token
 LINE_BREAK = "line break"  # a ban (_Prepared.bans) of every token that holds a line break
@@ -251,7 +251,7 @@ class Engine:
         self.context_cache = SegmentCache(config.context_cache_tokens)
         if hasattr(model, "set_context_cache"):  # a model that keeps its own context states (a causal model)
             model.set_context_cache(config.context_cache_tokens)
-        self.recent_fills: deque[list[int]] = deque(maxlen=RECENT_FILLS)  # draft sources (PromptLookup's recent)
+        self.recent_fills = RecentFills(RECENT_FILLS, RECENT_DOCUMENTS)  # draft sources per document (PromptLookup's recent)
         self._token_sets: dict[tuple[bytes, bool], torch.Tensor] = {}
         self._vocab_bytes: list[tuple[bytes, int]] | None = None  # (bytes, id), sorted
         if tokenizer.mask_id != model.mask_id or tokenizer.pad_id != model.pad_id:
@@ -646,7 +646,7 @@ class Engine:
                     break
         denoise_ms = (time.perf_counter() - t0) * 1000
         if sunk is not None:
-            self.keep_drafts(state)
+            self.keep_drafts(state, [prepared[ri].request.path for ri in rows])
             self.below_floor(prepared, indices, results, rows, sunk, Timings(
                 tokenize_ms=0.0, context_ms=context_ms, denoise_ms=denoise_ms, steps=sunk[1],
                 constrain_ms=syntax.seconds * 1000 if syntax is not None else 0.0), t_start)
@@ -657,7 +657,7 @@ class Engine:
         logprob = state.logprob.float().cpu()
         hole = state.hole.cpu()
         for r in range(R):
-            fills, score, filled = self.decode_row(ids[r], logprob[r], hole[r], prepared[rows[r]].heals)
+            fills, score, filled = self.decode_row(ids[r], logprob[r], hole[r], prepared[rows[r]].heals, prepared[rows[r]].request.path)
             fills = self.keep_ends(fills, r, ends)
             ran_out = [bool((ids[r][hole[r] == h] != pad_id).all()) for h in range(len(fills))]
             finisher.take(r, rows[r], prepared[rows[r]].request, fills, score, filled, ran_out, prepared[rows[r]].indents)
@@ -682,16 +682,17 @@ class Engine:
             fills = as_result(fills, p.indents, p.shape.opener)
             results[indices[ri]] = FillResult(fills=fills, timings=timings, model=self.model_id)
 
-    def keep_drafts(self, state: Windows) -> None:
-        """Each row's tokens committed so far in each hole join ``recent_fills``, as a finished
-        fill's do (:meth:`decode_row`): the next keystroke's fill, often the same one stopped at
-        the same place, drafts them instead of writing them a step at a time."""
+    def keep_drafts(self, state: Windows, paths: list[str | None]) -> None:
+        """Each row's tokens committed so far in each hole join its document's ``recent_fills``
+        (``paths[r]``: row r's request's path), as a finished fill's do (:meth:`decode_row`): the
+        next keystroke's fill, often the same one stopped at the same place, drafts them instead of
+        writing them a step at a time."""
         ids, hole = state.ids.cpu(), state.hole.cpu()
         for r in range(ids.shape[0]):
             for h in range(int(hole[r].max()) + 1):
                 tok = self.hole_tokens(ids[r], hole[r], h)
                 if tok:
-                    self.recent_fills.append(tok)
+                    self.recent_fills.add(paths[r], tok)
 
     def sunk(self, state: Windows, floor: float, holes: int) -> torch.Tensor | None:
         """The rows' committed_scores [R, holes] where every row has a hole whose fill will score
@@ -764,7 +765,7 @@ class Engine:
         """The guesses of a speculative (lookahead) schedule's steps, for rows filling ``prepared[rows[r]]``."""
         if not (schedule.frontier and schedule.lookahead):
             return None
-        return PromptLookup([p.segments for p in prepared], rows, self.recent_fills)
+        return PromptLookup([p.segments for p in prepared], rows, [self.recent_fills.of(p.request.path) for p in prepared])
 
     def initial_state(self, prepared: list[_Prepared], lay: "_Layout") -> Windows:
         """The rows' windows before the first step: all masked, each hole's lead tokens committed,
@@ -851,12 +852,13 @@ class Engine:
         """Row r's fills cut where end_said ended them."""
         return [msgspec.structs.replace(f, text=f.text[: ends[(r, h)]]) if (r, h) in ends else f for h, f in enumerate(fills)]
 
-    def decode_row(self, ids: torch.Tensor, logprob: torch.Tensor, hole: torch.Tensor, heals: list[bytes]) -> tuple[list[Fill], float, int]:
+    def decode_row(self, ids: torch.Tensor, logprob: torch.Tensor, hole: torch.Tensor, heals: list[bytes],
+                   path: str | None) -> tuple[list[Fill], float, int]:
         """One row's fills (each cut at its first pad, its healed bytes dropped; each scored by the
         joint log-probability of its tokens and the pad that ended it, Fill.score), the row's mean
         log-probability (how its candidates rank, whatever their length), its token count. Each
-        fill's tokens join ``recent_fills``, where the next fills' drafts look (a keystroke's fill
-        often writes what the last one wrote)."""
+        fill's tokens join its document's (``path``'s) ``recent_fills``, where that document's next
+        fills' drafts look (a keystroke's fill often writes what the last one wrote)."""
         pad = self.model.pad_id
         fills, total, count, filled = [], 0.0, 0, 0
         for h, heal in enumerate(heals):
@@ -869,7 +871,7 @@ class Engine:
             count += len(lp)
             filled += n
             if n:
-                self.recent_fills.append(tok[:n].tolist())
+                self.recent_fills.add(path, tok[:n].tolist())
             fills.append(Fill(text=self.text_of(tok[:n].tolist(), heal), score=float(lp.sum())))
         return fills, total / max(count, 1), filled
 

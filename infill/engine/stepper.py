@@ -325,7 +325,7 @@ class Stepper:
         ids, logprob, hole = state.ids.cpu(), state.logprob.float().cpu(), state.hole.cpu()
         finisher = Finisher(engine.tokenizer, slot.syntax)
         for r in range(slot.rows):
-            fills, score, filled = engine.decode_row(ids[r], logprob[r], hole[r], p.heals)
+            fills, score, filled = engine.decode_row(ids[r], logprob[r], hole[r], p.heals, p.request.path)
             fills = engine.keep_ends(fills, r, slot.ends)
             ran_out = [bool((ids[r][hole[r] == h] != pad_id).all()) for h in range(len(fills))]
             finisher.take(r, 0, p.request, fills, score, filled, ran_out, p.indents)
@@ -357,7 +357,7 @@ class Stepper:
         scores = self.engine.sunk(slot.state, floor, len(slot.prepared.heals))
         if scores is None:
             return False
-        self.engine.keep_drafts(slot.state)
+        self.engine.keep_drafts(slot.state, [slot.prepared.request.path] * slot.rows)
         timings = Timings(context_ms=slot.context_ms, denoise_ms=slot.t_denoise * 1000, steps=slot.steps,
                           constrain_ms=slot.syntax.seconds * 1000 if slot.syntax is not None else 0.0)
         self._finish(slot, self.engine.floor_result(slot.prepared, scores, timings, slot.t_start))

@@ -102,9 +102,9 @@ def committed_rows(engine):
     seen = []
     real = engine.decode_row
 
-    def spy(ids, logprob, hole, heals):
+    def spy(ids, logprob, hole, heals, path):
         seen.append(ids[hole >= 0].clone())
-        return real(ids, logprob, hole, heals)
+        return real(ids, logprob, hole, heals, path)
 
     engine.decode_row = spy
     return seen

@@ -127,8 +127,8 @@ def _model_dir(request) -> Path:
     return request.getfixturevalue("tiny_model_dir")
 
 
-def _expected_completion(engine, model_dir: Path, text: str, offset: int) -> str | None:
-    """The ghost text the server offers at `offset`, or None where it offers none
+def _expected_completion(engine, model_dir: Path, file: Path, text: str, offset: int) -> str | None:
+    """The ghost text the server offers at `offset` in `file`, or None where it offers none
     (infill.lsp.server.InfillServer.fill_at_cursor with the test's OPTIONS and the defaults)."""
     from infill.protocol import FillRequest, Hole, SamplingOptions
     from infill.lsp import documents
@@ -140,7 +140,8 @@ def _expected_completion(engine, model_dir: Path, text: str, offset: int) -> str
     prepared = documents.prepare(text, [Hole(offset, offset, OPTIONS["maxTokens"])])
     request = FillRequest(text=prepared.text, holes=prepared.holes, language="python",
                           options=SamplingOptions(steps=OPTIONS["steps"], constrained=defaults.constrained,
-                                                  retry=defaults.retry, candidates=defaults.cursor_candidates))
+                                                  retry=defaults.retry, candidates=defaults.cursor_candidates),
+                          path=file.as_uri())
     got = engine.fill(request).fills[0]
     floor = declared_min_score(model_dir)
     if got.valid is False or (floor is not None and got.score < floor):
@@ -150,15 +151,17 @@ def _expected_completion(engine, model_dir: Path, text: str, offset: int) -> str
     return fill if fill.strip() else None
 
 
-def _expected_holes(engine, text: str) -> str:
-    """The document after infill.fillHoles (infill.lsp.server.fill_holes)."""
+def _expected_holes(engine, file: Path, text: str) -> str:
+    """`file`'s text after infill.fillHoles (infill.lsp.server.fill_holes)."""
     from infill.protocol import FillRequest, SamplingOptions
     from infill.lsp import documents
+    from infill.lsp.options import Options
 
     clean, holes, sites = documents.fill_sites(text, 0, len(text), OPTIONS["maxTokens"])
     prepared = documents.prepare(clean, holes)
     request = FillRequest(text=prepared.text, holes=prepared.holes, language="python",
-                          options=SamplingOptions(steps=OPTIONS["steps"], constrained=True))
+                          options=SamplingOptions(steps=OPTIONS["steps"], constrained=Options().constrained, retry=Options().retry),
+                          path=file.as_uri())
     fills = [prepared.fill_text(f.text) for f in engine.fill(request).fills]
     out, last = [], 0
     for site, fill in zip(sites, fills):
@@ -231,7 +234,7 @@ def test_vscode_extension_end_to_end(tmp_path, request):
 
     # ghost text, accepted with Tab: exactly the server's fill at the cursor
     typed_text, cursor = _at_line_end(COMPLETE_SOURCE, COMPLETE_LINE, COMPLETE_TYPED)
-    fill = _expected_completion(engine, model_dir, typed_text, cursor)
+    fill = _expected_completion(engine, model_dir, ws / COMPLETE_FILE, typed_text, cursor)
     assert fill, "the server offers nothing here: pick another COMPLETE_TYPED"
     saved = (ws / COMPLETE_FILE).read_text()
     expected = typed_text[:cursor] + fill + typed_text[cursor:]
@@ -244,7 +247,7 @@ def test_vscode_extension_end_to_end(tmp_path, request):
     # partial accept: the next word, the rest still shown; then the rest of the line
     partial = results["partial"]
     text, cursor = _at_line_end(PARTIAL_SOURCE, PARTIAL_LINE)
-    ghost = _expected_completion(engine, model_dir, text, cursor)
+    ghost = _expected_completion(engine, model_dir, ws / PARTIAL_FILE, text, cursor)
     assert partial["ghost"] == ghost, partial
     word, line = _next_word(ghost), ghost.split("\n")[0]
     assert 0 < len(word) < len(line), f"the ghost text {ghost!r} has one word on its first line: nothing to accept in parts"
@@ -257,7 +260,7 @@ def test_vscode_extension_end_to_end(tmp_path, request):
     # such ghost text is shown, and the log says it was dropped
     glue = results["glue"]
     text, cursor = _at_line_end(GLUE_SOURCE, GLUE_LINE)
-    accepted = _expected_completion(engine, model_dir, text, cursor)
+    accepted = _expected_completion(engine, model_dir, ws / GLUE_FILE, text, cursor)
     assert accepted and glue["ghost"] == accepted and re.match(r"\w", accepted[-1]), (accepted, glue)
     assert (ws / GLUE_FILE).read_text() == text[:cursor] + accepted + text[cursor:]
     offered = [t for answer in glue["answers"] for t in answer["items"]]
@@ -274,14 +277,14 @@ def test_vscode_extension_end_to_end(tmp_path, request):
     text = text[:line_start] + typing["line"] + text[line_end:]  # as typed: VS Code closes brackets
     cursor = line_start + typing["column"] - 1
     assert text[line_start:cursor].strip() == TYPING_TEXT, typing
-    fill = _expected_completion(engine, model_dir, text, cursor)
+    fill = _expected_completion(engine, model_dir, ws / TYPING_FILE, text, cursor)
     shown = [s["text"] for s in typing["seen"] if s["text"]]
     assert shown, f"no ghost text after typing {TYPING_TEXT!r}: {typing}"
     assert shown[0] == fill and shown[-1] == fill, f"ghost text after typing: {shown}, the fill for the line: {fill!r}"
 
     # Fill Holes: both holes, one edit, the engine's fills
     filled = (ws / HOLES_FILE).read_text()
-    expected = _expected_holes(engine, HOLES_SOURCE)
+    expected = _expected_holes(engine, ws / HOLES_FILE, HOLES_SOURCE)
     (ARTIFACTS / "holes.saved.py").write_text(filled)
     (ARTIFACTS / "holes.expected.py").write_text(expected)
     assert "<FILL" not in filled

@@ -40,6 +40,7 @@ PREFIX_TOKENS = 16384  # context tokens whose states are kept across fills, in a
 # another number (set_context_cache: EngineConfig.context_cache_tokens): the documents being edited, a
 # row's entry about 23 MB per 1k tokens for the default model in bf16; the oldest go first, and the
 # latest row is always kept
+MIN_REUSE = 16  # the shortest kept run of a context that a fill reuses (SegmentCache's min_reuse, for a causal model)
 SUPERSEDED = 16  # a kept row that a new row repeats all but at most this many tokens of (and at least half
 # of) is dropped for it (the document's next keystroke: its prefix grew, its last tokens changed); from
 # the new row it is at most that many tokens away. Short documents that merely begin alike keep theirs
@@ -192,7 +193,10 @@ class CausalLM(HFDiffusionModel):
 
     def _lookup(self, tokens: torch.Tensor, positions: torch.Tensor) -> tuple[int | None, int]:
         """The cached row that shares the longest run of equal tokens at equal positions with a
-        row's context (the prefix the document had at an earlier fill), and that run's length."""
+        row's context (the prefix the document had at an earlier fill), and that run's length;
+        (None, 0) where that run is only the context's start (shorter than MIN_REUSE tokens and
+        than half the context): so few tokens' reuse saves nothing, and it would make a fill hang
+        on what another document began with (a context run after a kept part rounds otherwise)."""
         best, n = None, 0
         for key, row in self._rows.items():
             m = min(len(row.tokens), len(tokens))
@@ -200,7 +204,7 @@ class CausalLM(HFDiffusionModel):
             k = m if bool(same.all()) else int((~same).nonzero()[0])
             if k > n:
                 best, n = key, k
-        return best, n
+        return (best, n) if n >= MIN_REUSE or 2 * n >= len(tokens) else (None, 0)
 
     def _encode_row(self, tokens: torch.Tensor, positions: torch.Tensor,
                     found: tuple[int | None, int] | None = None) -> _Row:
