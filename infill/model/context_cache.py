@@ -28,6 +28,9 @@ import torch
 from infill.model.seam import Context, DiffusionModel, Segment
 
 
+MIN_REUSE = 16  # the shortest cached head worth extending (SegmentCache, and a causal model's kept contexts)
+
+
 @dataclass
 class CacheStats:
     hits: int = 0  # segments reused whole
@@ -37,7 +40,7 @@ class CacheStats:
 
 
 class SegmentCache:
-    def __init__(self, max_tokens: int = 32768, min_reuse: int = 16):
+    def __init__(self, max_tokens: int = 32768, min_reuse: int = MIN_REUSE):
         self.max_tokens = max_tokens  # capacity, in cached tokens (0 disables caching)
         self.min_reuse = min_reuse  # shortest cached head worth extending
         self._entries: OrderedDict[tuple[int, ...], Segment] = OrderedDict()

@@ -34,13 +34,13 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from infill.model.context_cache import MIN_REUSE
 from infill.model.hf.model import HFContext, HFDiffusionModel, additive_mask, position_index
 
 PREFIX_TOKENS = 16384  # context tokens whose states are kept across fills, in all, unless the engine sets
 # another number (set_context_cache: EngineConfig.context_cache_tokens): the documents being edited, a
 # row's entry about 23 MB per 1k tokens for the default model in bf16; the oldest go first, and the
 # latest row is always kept
-MIN_REUSE = 16  # the shortest kept run of a context that a fill reuses (SegmentCache's min_reuse, for a causal model)
 SUPERSEDED = 16  # a kept row that a new row repeats all but at most this many tokens of (and at least half
 # of) is dropped for it (the document's next keystroke: its prefix grew, its last tokens changed); from
 # the new row it is at most that many tokens away. Short documents that merely begin alike keep theirs
