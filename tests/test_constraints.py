@@ -8,7 +8,7 @@ import torch
 
 from infill.model.seam import Capabilities
 
-from infill.syntax.constraint import RequestCheck, SyntaxConstraint, for_chunk, is_clean, is_valid, mendable, request_valid
+from infill.syntax.constraint import RequestCheck, SyntaxConstraint, block_heads, for_chunk, is_clean, is_valid, mendable, request_valid
 from infill.syntax.languages import grammar
 from infill.model.network import BoundContext
 from infill.protocol import FillRequest, Hole, SamplingOptions
@@ -1112,3 +1112,54 @@ def test_a_python_fill_that_leaves_a_decorator_with_no_definition_is_judged_inva
     request = FillRequest(text=text, holes=[Hole(i, i)], language="python")
     assert request_valid(request, [fill]) is ok
     assert is_valid("python", text, [(i, i)], [fill]) is True  # the parse alone lets each through
+
+
+GO_HEADS = """package x
+
+func f(a int) int {
+\tif a > 0 {
+\t\treturn 1
+\t}
+\tfor a < 3 {
+\t\ta++
+\t}
+|
+\t\treturn 2
+\t}
+\treturn a
+}
+
+func g() {}
+
+func h() {
+}
+
+|
+\tb int
+}
+"""
+
+
+def _go_holes(text: str) -> tuple[str, list[int]]:
+    at = [i - k for k, i in enumerate(i for i, c in enumerate(text) if c == "|")]
+    return text.replace("|", ""), at
+
+
+def test_block_heads_are_the_documents_own_block_openers_that_mend_it():
+    text, (body, top) = _go_holes(GO_HEADS)
+    # A statement's opening line cut inside a function: the document's own openers at that
+    # indentation, in order of appearance where equally common; `func` and `type` lines are elsewhere.
+    assert block_heads("go", text[: top] + text[top:].replace("\tb int\n}\n", ""), [(body, body)], "\t") == ["if", "for"]
+    # A struct's opening line cut at the top level: `func` lines are the commoner there, but only
+    # `type ... struct {` opens a block whose body is fields; the document has none, so none mends
+    # and they come by how common they are (at the hole's indentation first)...
+    whole = text[:body] + "\tif a < 0 {" + text[body:]
+    top += len("\tif a < 0 {")
+    assert block_heads("go", whole, [(top, top)]) == ["func", "if"]
+    # ...and with one, `type` comes first, though `func` lines are commoner.
+    typed = "type T struct {\n\ta int\n}\n\n" + whole
+    assert block_heads("go", typed, [(top + 26, top + 26)]) == ["type", "func"]
+    # Not at a line's start, or nothing stray after the hole: none.
+    mid = whole.index("return a") + 3
+    assert block_heads("go", whole, [(mid, mid)]) == []
+    assert block_heads("go", whole, [(body + 2, body + 2)]) == []

@@ -513,6 +513,23 @@ def test_a_header_typed_above_its_body_is_completed_as_one_in_one_round_with_the
     assert result.timings.rounds == 1
 
 
+def test_a_struct_whose_opening_line_was_cut_is_opened_again_as_the_documents_own_structs_open(default_engine, one_torch_thread):
+    """The hole took ``type pass struct {``: its fields and ``}`` after it are stray. The model's
+    own fill (a method again) and its branches that go on from its line leave them stray; the
+    branch begun as the document's own lines that open such a block begin (``type``: syntax
+    document.block_heads) mends the document, and that fill is the one kept."""
+    text = ("package pass\n\nimport \"fmt\"\n\ntype Phase struct {\n\tName string\n\tRun  func(*Func)\n}\n\n"
+            "func (p *Phase) String() string {\n\treturn fmt.Sprintf(\"phase %s\", p.Name)\n}\n\n"
+            "\n\tname     string\n\trequired bool\n\tdisabled bool\n}\n\nfunc (p *pass) enabled() bool {\n\treturn !p.disabled\n}\n")
+    from infill.syntax.constraint import is_clean
+
+    at = text.index("\n\tname ")
+    fill = default_engine.fill(FillRequest(text=text, holes=[Hole(at, at, max_tokens=32)], language="go",
+                                           options=SamplingOptions(constrained=True))).fills[0]
+    assert fill.valid is True and fill.text.startswith("type ") and fill.text.endswith(" struct {"), fill.text
+    assert is_clean("go", text, [(at, at)], [fill.text])
+
+
 def test_a_causal_models_fill_inside_brackets_is_scored_by_the_text_after_it_going_on(default_engine, one_torch_thread):
     """The default model is causal: its end-of-text token is never its word on where a fill
     inside brackets ends (it gives it about -20 there). The fill's end is scored as the model's

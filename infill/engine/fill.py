@@ -1017,17 +1017,25 @@ class Engine:
         if fill.valid is not True or not syntax_constraints.mendable(req.language, req.text, [(h.start, h.end) for h in req.holes], [p.indents[0] + fill.text]):
             return []
         line = fill.text.split("\n", 1)[0]
-        lead = p.leads[0]
         mends = replace(p.shape, mends=True)
+        # and lines begun as the document's own lines that open such a block begin (`if`, `func`)
+        heads = [w for w in syntax_constraints.block_heads(req.language, req.text, [(h.start, h.end) for h in req.holes], p.indents[0])
+                 if not line.strip().startswith(w)]
+        started = [self.branch(p, leads, None, mends) for leads in (self.lead_with(p, w) for w in heads) if leads is not None]
         if not line.strip():
-            return [self.branch(p, list(lead), None, mends)]
+            return [self.branch(p, list(p.leads[0]), None, mends), *started]
         # and a line of its own, not started as the fill's (which may be a comment, an assignment)
         word = self.first_word(p, line)
         fresh = [self.branch(p, *word, mends)] if word is not None else []
-        leads = self.tokenizer.encode(p.heals[0].decode("utf-8", "replace") + p.indents[0] + line)
-        if leads[: len(lead)] != lead or len(leads) + 1 >= p.windows[0]:
-            return fresh
-        return [self.branch(p, leads, None, mends), *fresh]
+        leads = self.lead_with(p, line)
+        return [self.branch(p, leads, None, mends)] * (leads is not None) + fresh + started
+
+    def lead_with(self, p: _Prepared, text: str) -> list[int] | None:
+        """The tokens of p's one hole's window that write ``text`` first (after the healed bytes and
+        the hole's indentation), where they keep p's lead and leave the window a slot; else None."""
+        leads = self.tokenizer.encode(p.heals[0].decode("utf-8", "replace") + p.indents[0] + text)
+        lead = p.leads[0]
+        return leads if leads[: len(lead)] == lead and len(leads) + 1 < p.windows[0] else None
 
     def code_start(self, tokens: list[int]) -> int:
         """How many of ``tokens`` lead them with whitespace alone (a line break, indentation)."""

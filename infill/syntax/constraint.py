@@ -45,14 +45,14 @@ import time
 import torch
 
 from infill.protocol import FillRequest
-from infill.syntax.document import Document, ErrorSpan, hole_context, truncate_completion, unbalanced
+from infill.syntax.document import Document, ErrorSpan, block_heads as block_heads_of, hole_context, truncate_completion, unbalanced
 from infill.syntax.hooks import Shape, hooks_for
 from infill.syntax.languages import grammar as lookup_grammar
 from infill.syntax.steering import LexState, Lexer
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RequestCheck", "SyntaxConstraint", "for_chunk", "is_clean", "is_valid", "mendable", "truncate_completion", "verdict"]
+__all__ = ["RequestCheck", "SyntaxConstraint", "block_heads", "for_chunk", "is_clean", "is_valid", "mendable", "truncate_completion", "verdict"]
 
 _SYNTAX_CHARS = set("()[]{}\"'`")
 LOOKAHEAD = 2  # masked slots of a hole whose proposals steering judges, left to right
@@ -175,6 +175,14 @@ def mendable(language: str | None, text: str, holes: list[tuple[int, int]], fill
     if doc is None or doc.errors(_encoded(fills))[2]:
         return False
     return any(unbalanced(hole_context(doc, i), doc.grammar.spec.brackets) for i in range(len(holes)))
+
+
+def block_heads(language: str | None, text: str, holes: list[tuple[int, int]], indent: str = "") -> list[str]:
+    """document.block_heads of ``text``'s last hole (str offsets): the words that the text's own
+    lines opening the block that the text after the hole closes stray begin with, most common
+    first. [] without a usable grammar."""
+    doc = _document(language, text, holes)
+    return block_heads_of(doc, len(holes) - 1, indent) if doc is not None else []
 
 
 class SyntaxConstraint:

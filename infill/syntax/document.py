@@ -30,6 +30,7 @@ Nothing here knows about tokens, tensors or the sampler.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -457,6 +458,48 @@ def openers_needed(doc: Document) -> str:
     g, root = doc.grammar, doc.tree.root_node
     opener = {c: o for o, c in g.spec.brackets.items()}
     return "".join(opener[n.type] for n in reversed(list(_unmatched(g, root, doc.spans[-1][1], None))) if n.type in opener)
+
+
+_HEAD_WORD = re.compile(rb"[^\W\d]\w*")
+
+
+HEAD_TRIES = 12  # the most words whose example line block_heads tries in the hole
+
+
+def block_heads(doc: Document, i: int, indent: str = "", limit: int = 2) -> list[str]:
+    """The words that a fill of hole ``i`` which must open the block whose closer the text after it
+    has stray (``HoleContext.surplus``: the opener of ``after``'s first closer, the innermost) may
+    begin with: a hole cut where a block's opening line stood. Read from the document's own lines
+    that open such a block (their code ends with the opener), so no language's keywords are named
+    here: by their first word, the words whose first such line, put in the hole, leaves the
+    document with no error at all (``errors``' clean: the block's body after the hole is one that
+    such a line opens, a struct's fields or a statement's body), then the rest; each group most
+    common first, lines at the hole's indentation before the others; of the HEAD_TRIES most
+    common. ``indent``: the indentation that the fill writes first (the engine moves a line's into
+    its hole). [] where the hole is not at a line's start, or its text after closes nothing stray."""
+    ctx, (s, _) = hole_context(doc, i), doc.spans[i]
+    before = doc.data[line_start(doc.data, s) : s]
+    opener = {c: o for o, c in doc.grammar.spec.brackets.items()}.get(ctx.after[0], "") if ctx.surplus else ""
+    if ctx.in_text or before.strip() or not opener:
+        return []
+    width = indent_width(before + indent.encode())
+    counts: dict[bytes, list] = {}  # word -> [lines at the hole's indentation, other lines, its first line]
+    for line in doc.data.split(b"\n"):
+        code = line.strip()
+        word = _HEAD_WORD.match(code)
+        if word is None or not code.endswith(opener.encode()):
+            continue
+        n = counts.setdefault(word.group(), [0, 0, code])
+        n[indent_width(line[: len(line) - len(line.lstrip())]) != width] += 1
+    ranked = sorted(counts, key=lambda w: (-counts[w][0], -counts[w][1]))[:HEAD_TRIES]
+
+    def mends(word: bytes) -> bool:
+        fills = [b""] * len(doc.spans)
+        fills[i] = indent.encode() + counts[word][2]
+        return doc.errors(fills)[2]
+
+    ranked.sort(key=lambda w: not mends(w))  # stable: most common first within each group
+    return [w.decode("utf-8", "replace") for w in ranked[:limit]]
 
 
 def unbalanced(ctx: HoleContext, pairs: dict[str, str]) -> bool:
