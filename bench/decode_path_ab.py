@@ -62,6 +62,34 @@ def typing(text: str, spots: int, keys: int, seed: int, min_score: float | None 
             yield spot, k, FillRequest(text=text[:cur] + text[end:], holes=[hole], language="python", options=options)
 
 
+def paired(now: Engine, before: Engine, requests, switch=lambda before_on: None) -> list[tuple[tuple, tuple]]:
+    """Each (spot, keystroke, request) of ``requests`` filled by both engines, in alternating order
+    (``switch(True)`` before ``before`` fills, ``switch(False)`` before ``now``): per keystroke after
+    a spot's first, ((ms, fill text, score) before, the same now)."""
+    pairs = []
+    for spot, k, request in requests:
+        got = {}
+        for engine in ((now, before) if (spot + k) % 2 else (before, now)):
+            switch(engine is before)
+            t0 = time.perf_counter()
+            result = engine.fill(request)
+            got[engine is before] = ((time.perf_counter() - t0) * 1000, result.fills[0].text, result.fills[0].score)
+        if k > 0:
+            pairs.append((got[True], got[False]))
+    return pairs
+
+
+def report(pairs: list[tuple[tuple, tuple]], what: str) -> None:
+    """The two sides' medians and means, the median of the pairs' ratios, and how many fills agree."""
+    old, new = [p[0][0] for p in pairs], [p[1][0] for p in pairs]
+    print(f"{len(pairs)} fills ({what}), {torch.get_num_threads()} threads, {torch.backends.cpu.get_cpu_capability()}")
+    print(f"before: median {statistics.median(old):.0f} ms, mean {statistics.mean(old):.0f} | now: median "
+          f"{statistics.median(new):.0f} ms, mean {statistics.mean(new):.0f} | now/before: median of pairs "
+          f"{statistics.median(b / a for a, b in zip(old, new)):.3f}, totals {sum(new) / sum(old):.3f}")
+    print(f"same fills: {sum(p[0][1] == p[1][1] for p in pairs)} of {len(pairs)}; largest score difference "
+          f"{max(abs(p[0][2] - p[1][2]) for p in pairs):.4f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--file", default="/usr/lib/python3.11/argparse.py")
@@ -72,23 +100,9 @@ def main() -> None:
     ALL_ATTENTION_FUNCTIONS[attention.NAME] = switched
     now, before = Engine.load(EngineConfig(threads=2)), Engine.load(EngineConfig(threads=2))
     before.model.stacked = None  # transformers' own layer forward
-    pairs = []
-    for spot, k, request in typing(open(args.file).read(), args.spots, args.keys, args.seed):
-        got = {}
-        for engine in ((now, before) if (spot + k) % 2 else (before, now)):
-            EARLIER["on"] = engine is before
-            t0 = time.perf_counter()
-            result = engine.fill(request)
-            got[engine is before] = ((time.perf_counter() - t0) * 1000, result.fills[0].text)
-        if k > 0:
-            pairs.append((got[True], got[False]))
-    old, new = [p[0][0] for p in pairs], [p[1][0] for p in pairs]
-    print(f"{len(pairs)} fills (keystrokes 2..{args.keys} at {args.spots} spots of {args.file}, seed {args.seed}), "
-          f"{torch.get_num_threads()} threads")
-    print(f"before: median {statistics.median(old):.0f} ms, mean {statistics.mean(old):.0f} | now: median "
-          f"{statistics.median(new):.0f} ms, mean {statistics.mean(new):.0f} | now/before: median of pairs "
-          f"{statistics.median(b / a for a, b in zip(old, new)):.3f}, totals {sum(new) / sum(old):.3f}")
-    print(f"same fills: {sum(p[0][1] == p[1][1] for p in pairs)} of {len(pairs)}")
+    pairs = paired(now, before, typing(open(args.file).read(), args.spots, args.keys, args.seed),
+                   lambda on: EARLIER.__setitem__("on", on))
+    report(pairs, f"keystrokes 2..{args.keys} at {args.spots} spots of {args.file}, seed {args.seed}")
 
 
 if __name__ == "__main__":
