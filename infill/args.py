@@ -83,7 +83,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                    help="context tokens whose encoding is kept for reuse across fills, all documents together "
                         "(about 23 MB per 1k tokens for the default model; default: %s)" % CONTEXT_CACHE_DEFAULTS)
     p.add_argument("--suffix-lines", type=int_in(0), default=None,
-                   help="a causal model reads this many lines after the hole's line before the text before it (default: 0, none)")
+                   help="a causal model reads this many lines after the hole's line before the text before it (default: as many as "
+                        "the model's window adapter was trained to read; 0 without one)")
     p.add_argument("--lookahead", type=int_in(0), default=None,
                    help="a causal model's speculative steps: tokens guessed ahead by prompt lookup and checked in one "
                         "model call (the same fill, fewer calls; 0: one token a call; default: 3, with the token before them one "

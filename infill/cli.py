@@ -19,7 +19,7 @@ Subcommands:
   model's floor (its config.json's ``min_score``; ``min_score`` in ``--json``): an editor would not
   show them as suggestions.
 - ``infill languages``: the language table (``--json`` for tools: the VS Code extension's copy).
-- ``infill refactor``, ``train``, ``lsp``, ``bench ...``, ``card``: provided by their own modules
+- ``infill refactor``, ``train``, ``adapt``, ``lsp``, ``bench ...``, ``card``: provided by their own modules
   (``add_arguments`` / ``main``), imported only when run.
 
 Errors a user can cause (a missing, binary or non-UTF-8 file, no holes, a bad model directory)
@@ -158,6 +158,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train a model (see infill train --help)", add_help=True)
     _add_delegated(train, "infill.train.loop", wanted=words[:1] == ["train"], model_options=False)
     train.set_defaults(verbose=1)  # training is long: show its progress unless -q
+    adapt = sub.add_parser("adapt", help="train a causal model's window adapter to read the code below the hole (resumable)")
+    _add_delegated(adapt, "infill.train.window_adapter", wanted=words[:1] == ["adapt"], model_options=False)
+    adapt.set_defaults(verbose=1)
     corpus = sub.add_parser("corpus", help="training corpora")
     corpus_sub = corpus.add_subparsers(dest="corpus_command", metavar="WHAT", required=True)
     fetch = corpus_sub.add_parser("fetch", help="a many-language corpus from PyPI, npm and Debian sources (resumable)")

@@ -75,6 +75,9 @@ def test_layers_point_one_way():
         "infill.refactor": ["infill.cli", "infill.lsp"],
         "infill.lsp": ["infill.cli", "infill.bench", "infill.train"],
     }
+    allowed = {("infill.train", "infill.syntax.languages")}  # the one language table (a window adapter's examples
+    # are laid out under each language's comment, as the engine lays out its snippets)
     wrong = [(m, t) for m, ts in graph().items() for t in ts
-             for importer, banned in never.items() if _under(m, importer) and any(_under(t, b) for b in banned)]
+             for importer, banned in never.items() if _under(m, importer) and any(_under(t, b) for b in banned)
+             and not any(_under(m, a) and t == b for a, b in allowed)]
     assert not wrong, wrong

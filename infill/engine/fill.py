@@ -17,7 +17,6 @@ import gc
 import itertools
 import logging
 import math
-import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,11 +39,9 @@ from infill.engine.finish import (Finisher, as_result, drop_indent, join_scaffol
 from infill.decode.sampler import CancelFlag, Constraint, NoConstraint, Schedule, Windows, committed_scores, denoise_steps
 from infill.syntax.hooks import Shape, hooks_for
 from infill.syntax.languages import spec_for
-from infill.text import related
+from infill.text import healing, snippets
 
 log = logging.getLogger(__name__)
-_WORD = re.compile(rb"[A-Za-z0-9_]+")  # a word's bytes, as token healing takes them back (Engine.heal)
-_OPERATOR = re.compile(rb"[-:=<>!&|+*/%^?]+")  # an operator's bytes, which a hole may cut ("::", "=>", "->")
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "model" / "default_model"
 MAX_HOLE_TOKENS = 512
@@ -61,7 +58,6 @@ AHEAD_CHUNK = 16  # ... and encodes its context this many tokens a model call: a
 # it (64 took about 400 ms on two AVX2 cores, the dense product; 16 run as a keystroke's tokens do)
 CHARS_PER_TOKEN = 4  # about, in code: how far ahead a cut by characters is looked (Engine.prepare's grow)
 MAX_SNIPPETS = 32  # a request's last context snippets that are read at all
-MAX_TOKEN_CHARS = 32  # characters per token of room that a snippet's lines are read for, at most
 
 
 @dataclass(frozen=True)
@@ -91,8 +87,9 @@ class EngineConfig:
     # second block (keystroke fills 2-11% faster than with 4 in five typing runs, the same fills: BENCHMARKS.md, v2.22)
     echo_branches: int = 3  # a ranked line's fill that only echoes the next line gets this many more greedy fills,
     # each turning off the echo one token further on (Engine.echo_branches)
-    suffix_lines: int = 0  # a causal model reads this many lines after the last hole's line before the prefix,
-    # as a snippet named for the file (Engine.snippet_tokens): names used further down; 0: none
+    suffix_lines: int | None = None  # a causal model reads this many lines after the last hole's line before the
+    # prefix, as a snippet named for the file (Engine.snippet_tokens): the code below the hole; 0: none; None: as many
+    # as the model was adapted to read (capabilities.suffix_lines: its window adapter's, else none)
     related_tokens: int = 256  # at most this many tokens of a request's context snippets (other files), taken from
     # the prefix's budget and never more than half the budget (Engine.snippet_tokens; 0: snippets are ignored)
 
@@ -363,71 +360,42 @@ class Engine:
             self.model.prefetch(ahead[:done])
         return done
 
+    def suffix_lines(self) -> int:
+        """How many lines after a hole's line a causal model reads before its prefix (EngineConfig.suffix_lines, else
+        as many as the model was adapted to read)."""
+        if self.config.suffix_lines is not None:
+            return self.config.suffix_lines
+        return self.model.capabilities.suffix_lines
+
     def snippet_tokens(self, request: FillRequest) -> list[int]:
         """The tokens of the request's context snippets (other files' lines, and where
         ``suffix_lines`` asks, a causal model's lines after the last hole's line) that stand before
-        its text: each under a comment naming its file (the language table's line comment), the
-        last (the best, nearest the text) kept first, each cut to its first lines that fit what is
-        left of ``related_tokens`` (and of half the budget), none where not even one line fits."""
+        its text (infill/text/snippets.py: each under a comment naming its file, the last, the best,
+        nearest the text, kept first, each cut to its first lines that fit what is left of
+        ``related_tokens`` and of half the budget, none where not even one line fits)."""
         room = min(self.config.related_tokens, self.budget() // 2)
-        snippets = [(s.path, s.text) for s in request.context[-MAX_SNIPPETS:]]
-        if self.config.suffix_lines and self.model.capabilities.left_to_right:
-            after = request.text[request.holes[-1].end :]
-            below = "".join(after[after.find("\n") + 1 :].splitlines(keepends=True)[: self.config.suffix_lines]) if "\n" in after else ""
+        pieces = [(s.path, s.text) for s in request.context[-MAX_SNIPPETS:]]
+        lines = self.suffix_lines()
+        if lines and self.model.capabilities.left_to_right:
+            below = snippets.further_down(request.text[request.holes[-1].end :], lines)
             if below.strip():
-                snippets.append((f"{Path(request.path or 'this file').name} (further down)", below))
-        if not snippets:
+                pieces.append((snippets.further_down_name(request.path), below))
+        if not pieces:
             return []
         spec = spec_for(request.language)
         comment = spec.line_comment[0] if spec is not None and spec.line_comment else None
-        kept: list[list[int]] = []
-        for path, text in reversed(snippets):
-            piece = self.first_lines(path, text, comment, room)
-            if piece:
-                kept.insert(0, piece)
-                room -= len(piece)
-        return [t for piece in kept for t in piece]
-
-    def first_lines(self, path: str, text: str, comment: str | None, room: int) -> list[int]:
-        """The tokens of a snippet under its header, cut to its first whole lines that fit ``room``."""
-        lines, chars = [], 0
-        for line in text.splitlines(keepends=True):  # no token is longer than MAX_TOKEN_CHARS: never tokenize more
-            chars += len(line)
-            if chars > room * MAX_TOKEN_CHARS:
-                break
-            lines.append(line)
-        while lines:
-            piece = self.tokenizer.encode(related.header([(path, "".join(lines))], comment))
-            if len(piece) <= room:
-                return piece
-            lines = lines[: min(len(lines) - 1, len(lines) * room // len(piece))]
-        return []
+        return snippets.lay_out(self.tokenizer.encode, pieces, comment, room)
 
     def heal(self, segment: list[int], after: str = "") -> bytes:
         """The bytes of ``segment``'s last token where a left-to-right fill after it should write
-        that token again (token healing), or b"": whitespace, or a word or an operator cut at the
-        hole (its ASCII letters, digits and underscores, or its operator characters, with the space
-        before them where the token has it) that ``after``, the character after the hole, does not go
-        on. Running text writes a space with the word after it (" return") and a line break with
-        the next line's indentation, so a context that ends at a bare space or line break is a
-        boundary the model has seldom seen (after "def " it ends the fill; after a line break it
-        writes a blank line); and a word cut short ends in a token that running text seldom ends a
-        word with ("_negativ" goes on with
-        "_option" where "e_number" was meant); an operator cut short is one the tokenizer seldom ends
-        there ("detail:" goes on with "detail::" where ":param" was meant, " =" with " () =>"
-        where "> void" was). The fill's first slot is bound to the tokens that start with these
-        bytes; the syntax constraint reads that token without them (SyntaxConstraint.heals)."""
+        that token again (token healing, infill/text/healing.py: whitespace, or a word or an operator
+        cut at the hole that ``after``, the character after the hole, does not go on), or b"". The
+        fill's first slot is bound to the tokens that start with these bytes; the syntax constraint
+        reads that token without them (SyntaxConstraint.heals)."""
         if not segment:
             return b""
         last = self.tokenizer.token_bytes(segment[-1])
-        if last and not last.strip():
-            return last
-        word = last[1:] if last.startswith(b" ") else last
-        if word and _WORD.fullmatch(word) and not (after and (after.isalnum() or after == "_")):
-            return last
-        if word and _OPERATOR.fullmatch(word) and not (after and _OPERATOR.fullmatch(after.encode())):
-            return last
-        return b""
+        return last if healing.heals(last, after) else b""
 
     def token_set(self, head: bytes, anywhere: bool = False) -> torch.Tensor:
         """[V] bool: the tokens whose bytes start with ``head`` (``anywhere``: that hold it). The

@@ -46,6 +46,8 @@ class Capabilities:
     # context, so that candidates can be ranked by the text after the hole, which they did not see
     prefix_cache: bool = False  # keeps context states across fills by their tokens (a fill whose context starts
     # as a kept one's encodes only the rest), so ``prefetch`` can encode a context ahead of the fill that needs it
+    suffix_lines: int = 0  # a causal model adapted to read the code below its hole (a window adapter trained with it):
+    # the engine shows it this many lines after the hole's line, as a snippet before its context
     expand_id: int | None = None  # variable-length fills (DreamOn): this token committed at a slot makes it two
     # masked slots, and a committed pad is deleted (the model does not see it; everything after it closes up),
     # so a hole's window holds its live slots first and its spare (pad) slots last

@@ -16,6 +16,12 @@ once computed, and this model computes each one once:
   context into a joined one (``CausalBound.take``, ``join``: infill serve's batch, as requests
   join and leave it) keep their window states.
 
+With a window adapter (infill/model/hf/adapter.py, ``self.adapter``), the context is still the
+pretrained network's (kept and reused as above), and the adapter is on for the window's slots and
+for the context token before each hole: that token runs again, adapted, once per fill, and its
+adapted keys, values and state take the pretrained ones' place in the fill's state (never in the
+kept rows), as the adapter was trained.
+
 ``continuation_logprob`` scores whole texts after a context (the context's states from the same
 cache): how the engine ranks candidates by the text after the hole, which no slot could read.
 
@@ -29,6 +35,7 @@ a later hole sees the earlier holes' committed tokens, but the text between them
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
@@ -164,6 +171,16 @@ class CausalLM(HFDiffusionModel):
         self._serial = 0
         self.context_cache_tokens = PREFIX_TOKENS
         self.capabilities = replace(self.capabilities, prefix_cache=True)
+        self.adapter = None  # a WindowAdapter (infill/model/hf/adapter.py): set_adapter
+
+    def set_adapter(self, adapter) -> None:
+        """Adapt the window with ``adapter`` (hooked onto the network already), or nothing (None); the
+        engine shows an adapted model as many lines further down as the adapter was trained with."""
+        self.adapter = adapter
+        self.capabilities = replace(self.capabilities, suffix_lines=adapter.config.suffix_lines if adapter is not None else 0)
+
+    def _adapted(self):
+        return self.adapter.on() if self.adapter is not None else contextlib.nullcontext()
 
     def set_context_cache(self, tokens: int) -> None:
         """Keep at most ``tokens`` context tokens' states across fills (the latest row is always kept)."""
@@ -314,7 +331,38 @@ class CausalLM(HFDiffusionModel):
         for r, row in enumerate(rows):
             self._put_context(st, r, row)
         st.before = _before(pos, valid, st.key_pos[:, : st.key_ok.shape[1]], st.key_ok)
+        self._lead(st, valid, [row.tokens for row in rows])
         return st
+
+    def _lead(self, st: _State, valid: torch.Tensor, tokens: list[torch.Tensor | None]) -> None:
+        """With an adapter: each row's context tokens whose states predict a window slot (the token
+        before each hole) run again with it on, after the context before them; their adapted keys,
+        values and states replace the pretrained ones in ``st``. ``tokens``: each row's context
+        tokens (None: a row whose state was adapted already)."""
+        if self.adapter is None:
+            return
+        W, Lk = st.win_hidden.shape[1], st.key_ok.shape[1]
+        anchors = [sorted(i for i in set((st.before[r][valid[r] & (st.before[r] >= W)] - W).tolist()) if st.key_ok[r, i])
+                   if t is not None else [] for r, t in enumerate(tokens)]
+        M = max(map(len, anchors))
+        if M == 0:
+            return
+        R, dev = len(anchors), self.device
+        q_ids = torch.full((R, M), self.pad_id, dtype=torch.long, device=dev)
+        at = torch.zeros((R, M), dtype=torch.long, device=dev)
+        q_ok = torch.zeros((R, M), dtype=torch.bool, device=dev)
+        for r, idx in enumerate(anchors):
+            if idx:
+                at[r, : len(idx)] = torch.tensor(idx, device=dev)
+                at[r, len(idx):] = idx[-1]  # padding: a real anchor's place (it sees that one's keys; not kept)
+                q_ids[r, : len(idx)] = tokens[r][idx]
+                q_ok[r, : len(idx)] = True
+        q_pos = st.key_pos.gather(1, at)
+        mask = additive_mask(torch.cat([st.key_ok, st.fed], dim=1), M, self.dtype, Lk + W, st.key_pos, q_pos)
+        rows = torch.arange(R, device=dev)[:, None].expand(R, M)[q_ok]
+        with self._adapted():
+            h = self._run(q_ids, q_pos, mask, _InPlace(st.kv, q_ok, rows, at[q_ok]))
+        st.ctx_hidden[rows, at[q_ok]] = h[q_ok]
 
     def _context_tokens(self, ctx: CausalBound, pos: torch.Tensor, valid: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Each row's context as (tokens, positions) in layout order: what precedes its last slot."""
@@ -394,6 +442,10 @@ class CausalLM(HFDiffusionModel):
             st.key_pos[to, :L], st.key_ok[to, :L], st.ctx_hidden[to, :L] = src.key_pos[r, :L], src.key_ok[r], src.ctx_hidden[r]
             st.win_hidden[to, :w], st.fed[to, :w], st.fed_ids[to, :w] = src.win_hidden[r, :w], src.fed[r, :w], src.fed_ids[r, :w]
         st.before = _before(pos, valid, st.key_pos[:, :Lk], st.key_ok)
+        fresh_tokens: list[torch.Tensor | None] = [None] * pos.shape[0]
+        for to, row in zip(fresh, encoded):
+            fresh_tokens[to] = row.tokens
+        self._lead(st, valid, fresh_tokens)
         return st
 
     # -- windows ---------------------------------------------------------------------------------
@@ -412,7 +464,8 @@ class CausalLM(HFDiffusionModel):
         mask = additive_mask(key_ok, M, self.dtype, Lk + W, st.key_pos, q_pos)
         rows = torch.arange(R, device=ids.device)[:, None].expand(R, M)[q_ok]
         slots = order[q_ok]
-        h = self._run(q_ids, q_pos, mask, _InPlace(st.kv, q_ok, rows, Lk + slots))
+        with self._adapted():
+            h = self._run(q_ids, q_pos, mask, _InPlace(st.kv, q_ok, rows, Lk + slots))
         st.win_hidden[rows, slots] = h[q_ok]
         st.fed |= new
         st.fed_ids = torch.where(new, ids, st.fed_ids)

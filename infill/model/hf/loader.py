@@ -27,6 +27,7 @@ import torch
 
 from infill.errors import ModelLoadError
 from infill.model import shards
+from infill.model.hf import adapter as window_adapter
 from infill.model.hf import attention, families, int8, placement
 from infill.model.hf.families import Family
 from infill.model.hf.tokenizer import HFTokenizer, load_hf_tokenizer, special_token_names
@@ -73,8 +74,11 @@ def special_ids(directory: Path, data: dict, tok, family: Family, path: Path) ->
     return out
 
 
-def load(directory: Path, data: dict, device: torch.device, dtype: torch.dtype, cache_mode: str = "exact"):
-    """The model and tokenizer of a Dream / LLaDA / Open-dCoder checkpoint directory."""
+def load(directory: Path, data: dict, device: torch.device, dtype: torch.dtype, cache_mode: str = "exact", *,
+         dense: bool = False, adapter: bool = True):
+    """The model and tokenizer of a Dream / LLaDA / Open-dCoder checkpoint directory, or of a causal
+    Llama / Qwen2 one (with the window adapter its config.json names, unless ``adapter`` is False).
+    ``dense``: int8 weights dequantized whatever the device (a network to train through)."""
     from infill.model.hf.model import HFDiffusionModel
 
     directory = Path(directory)
@@ -129,7 +133,8 @@ def load(directory: Path, data: dict, device: torch.device, dtype: torch.dtype, 
         end_ids.add(eot)
 
     hf = _build(family, fields, data)
-    _load_weights(hf, files, names, family, device, dtype, directory, bool(fields["tie_word_embeddings"]), _grid(data, path))
+    _load_weights(hf, files, names, family, device, dtype, directory, bool(fields["tie_word_embeddings"]),
+                  None if dense else _grid(data, path), dense)
     trained = min(family.trained_context, int(fields["max_position_embeddings"]))
     model_cls = HFDiffusionModel
     if family.causal:
@@ -140,6 +145,13 @@ def load(directory: Path, data: dict, device: torch.device, dtype: torch.dtype, 
         end_ids=frozenset(end_ids), max_context=int(data.get("context_tokens") or max(64, trained * 3 // 4)), name=data.get("name") or directory.name,
         cache_mode=cache_mode, variant=variant, expand_id=expand_id,
     )
+    if adapter and data.get("adapter"):
+        if not family.causal:
+            raise ModelLoadError(f"{path}: a window adapter is for a causal model, and {family.key} is not one")
+        try:
+            model.set_adapter(window_adapter.load(directory, data, list(hf.model.layers), dtype, model.stacked))
+        except ValueError as e:
+            raise ModelLoadError(str(e)) from None
     log.info("loaded %s (%s, %s logits; mask %d, eos %d, pad %d, lead %d) on %s in %s", directory.name, variant,
              "shifted" if family.shifted else "unshifted", mask_id, eos_id, pad_id, lead_id, device, dtype)
     return model.eval(), tokenizer
@@ -229,7 +241,7 @@ def _grid(data: dict, path: Path) -> tuple[int, str] | None:
 
 
 def _load_weights(hf, files, names, family, device, dtype, directory: Path, tied: bool,
-                  grid: tuple[int, str] | None = None) -> None:
+                  grid: tuple[int, str] | None = None, dense: bool = False) -> None:
     from safetensors import safe_open
 
     expected = {k: tuple(v.shape) for k, v in hf.state_dict().items()}
@@ -249,7 +261,7 @@ def _load_weights(hf, files, names, family, device, dtype, directory: Path, tied
             raise
         except Exception as e:
             raise ModelLoadError(f"{f}: corrupt weights ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
-    state, int8_rows = _dequantized(state, directory, device, dtype)
+    state, int8_rows = _dequantized(state, directory, device, dtype, dense)
     if tied and "lm_head.weight" in state and not torch.equal(state["lm_head.weight"], state["model.embed_tokens.weight"]):
         tied = False  # a checkpoint that stores its own head uses it
         expected["lm_head.weight"] = tuple(hf.lm_head.weight.shape)
@@ -295,13 +307,14 @@ def _load_weights(hf, files, names, family, device, dtype, directory: Path, tied
         placement.dispatch(hf, plan)
 
 
-def _dequantized(state: dict, directory: Path, device: torch.device, dtype: torch.dtype) -> tuple[dict, dict]:
+def _dequantized(state: dict, directory: Path, device: torch.device, dtype: torch.dtype,
+                 dense: bool = False) -> tuple[dict, dict]:
     """The tensors in ``dtype``, int8 ones (with their ``_scale``) dequantized, except the linear
     weights (the layers' and the head's) where int8 runs on ``device``: those come back apart, as
     (int8, scale). An int8 embedding is both: dequantized for the lookup, and apart for a tied head."""
     state, scales = int8.split_scales(state)
     kept = {}
-    runs = int8.int8_runs_on(device, dtype)
+    runs = int8.int8_runs_on(device, dtype) and not dense
     for k, v in list(state.items()):
         if v.dtype != torch.int8:
             state[k] = v.to(dtype)
