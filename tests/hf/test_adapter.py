@@ -83,6 +83,24 @@ def test_a_fill_runs_what_the_recipe_trains(hf_dirs, tmp_path):
     assert (got - unadapted).abs().max() > 0.1  # the adapter does change what the window reads
 
 
+def test_the_token_before_the_hole_runs_adapted_with_the_slots_drafted_in_the_first_call(hf_dirs, tmp_path):
+    """A first call that feeds drafted slots runs the anchor in the same call: one call, the same states."""
+    from test_causal import model_calls
+
+    m, tok = load(adapted_dir(hf_dirs("causal-llama"), tmp_path / "m"))
+    pre, target = tok.encode(PREFIX), tok.encode(TARGET)
+    W = len(target)
+    bound = m.bind_context(m.join_segments([m.encode_segments([pre])]), torch.arange(1), torch.arange(len(pre))[None])
+    ids = torch.full((1, W), m.mask_id)
+    ids[0, :3] = torch.tensor(target[:3])  # three slots drafted at the first step
+    pos = torch.arange(len(pre), len(pre) + W)[None]
+    calls = model_calls(m)
+    h = m.window_hidden(ids, pos, torch.ones((1, W), dtype=torch.bool), bound)
+    assert len(calls) == 2 and calls[1] == (1, 4)  # the context, then the anchor and the three slots in one
+    want, _ = recipe.target_logits(m, [recipe.Example(pre, target, W)])
+    torch.testing.assert_close(m.raw_logits(h[0, :4]), want[0, :4], atol=ATOL, rtol=0)
+
+
 def test_an_adapter_that_is_zero_changes_nothing_and_the_context_stays_pretrained(hf_dirs, tmp_path):
     zero, tok = load(adapted_dir(hf_dirs("causal-llama"), tmp_path / "z", scale_b=0.0))
     plain, _ = load(hf_dirs("causal-llama"))

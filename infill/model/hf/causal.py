@@ -18,9 +18,10 @@ once computed, and this model computes each one once:
 
 With a window adapter (infill/model/hf/adapter.py, ``self.adapter``), the context is still the
 pretrained network's (kept and reused as above), and the adapter is on for the window's slots and
-for the context token before each hole: that token runs again, adapted, once per fill, and its
-adapted keys, values and state take the pretrained ones' place in the fill's state (never in the
-kept rows), as the adapter was trained.
+for the context token before each hole: that token runs again, adapted, once per fill (in the
+fill's first window call, with the slots drafted there), and its adapted keys, values and state
+take the pretrained ones' place in the fill's state (never in the kept rows), as the adapter was
+trained.
 
 ``continuation_logprob`` scores whole texts after a context (the context's states from the same
 cache): how the engine ranks candidates by the text after the hole, which no slot could read.
@@ -112,11 +113,15 @@ class _State:
     fed: torch.Tensor  # [R, W] slots whose keys, values and states are in place
     fed_ids: torch.Tensor  # [R, W] the tokens they were fed as
     before: torch.Tensor  # [R, W] index of the predicting state: < W a slot's, else W + a context key's
+    # With an adapter, the context tokens to run again adapted at the next call (CausalLM._anchors):
+    # (ids, context indices, real) [R, A], None once run
+    lead: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
 
     def select(self, rows: torch.Tensor) -> "_State":
         pick = lambda t: t.index_select(0, rows.to(t.device))  # noqa: E731 (keys and values: on their layer's device)
         return _State([(pick(k), pick(v)) for k, v in self.kv], pick(self.key_pos), pick(self.key_ok),
-                      pick(self.ctx_hidden), pick(self.win_hidden), pick(self.fed), pick(self.fed_ids), pick(self.before))
+                      pick(self.ctx_hidden), pick(self.win_hidden), pick(self.fed), pick(self.fed_ids), pick(self.before),
+                      None if self.lead is None else tuple(pick(t) for t in self.lead))
 
 
 @dataclass
@@ -331,38 +336,35 @@ class CausalLM(HFDiffusionModel):
         for r, row in enumerate(rows):
             self._put_context(st, r, row)
         st.before = _before(pos, valid, st.key_pos[:, : st.key_ok.shape[1]], st.key_ok)
-        self._lead(st, valid, [row.tokens for row in rows])
+        self._anchors(st, valid, [row.tokens for row in rows])
         return st
 
-    def _lead(self, st: _State, valid: torch.Tensor, tokens: list[torch.Tensor | None]) -> None:
+    def _anchors(self, st: _State, valid: torch.Tensor, tokens: list[torch.Tensor | None]) -> None:
         """With an adapter: each row's context tokens whose states predict a window slot (the token
-        before each hole) run again with it on, after the context before them; their adapted keys,
-        values and states replace the pretrained ones in ``st``. ``tokens``: each row's context
-        tokens (None: a row whose state was adapted already)."""
+        before each hole), to run again with it on at the next call (:meth:`_feed`), after the
+        context before them; their adapted keys, values and states then replace the pretrained ones
+        in ``st``. ``tokens``: each row's context tokens (None: a row whose state was adapted already)."""
         if self.adapter is None:
             return
-        W, Lk = st.win_hidden.shape[1], st.key_ok.shape[1]
+        W = st.win_hidden.shape[1]
         anchors = [sorted(i for i in set((st.before[r][valid[r] & (st.before[r] >= W)] - W).tolist()) if st.key_ok[r, i])
                    if t is not None else [] for r, t in enumerate(tokens)]
-        M = max(map(len, anchors))
-        if M == 0:
+        A = max(map(len, anchors))
+        if A == 0:
             return
         R, dev = len(anchors), self.device
-        q_ids = torch.full((R, M), self.pad_id, dtype=torch.long, device=dev)
-        at = torch.zeros((R, M), dtype=torch.long, device=dev)
-        q_ok = torch.zeros((R, M), dtype=torch.bool, device=dev)
+        ids = torch.full((R, A), self.pad_id, dtype=torch.long, device=dev)
+        at = torch.zeros((R, A), dtype=torch.long, device=dev)
+        ok = torch.zeros((R, A), dtype=torch.bool, device=dev)
         for r, idx in enumerate(anchors):
             if idx:
+                at[r] = idx[-1]  # padding: a real anchor's place (it sees that one's keys; not kept)
                 at[r, : len(idx)] = torch.tensor(idx, device=dev)
-                at[r, len(idx):] = idx[-1]  # padding: a real anchor's place (it sees that one's keys; not kept)
-                q_ids[r, : len(idx)] = tokens[r][idx]
-                q_ok[r, : len(idx)] = True
-        q_pos = st.key_pos.gather(1, at)
-        mask = additive_mask(torch.cat([st.key_ok, st.fed], dim=1), M, self.dtype, Lk + W, st.key_pos, q_pos)
-        rows = torch.arange(R, device=dev)[:, None].expand(R, M)[q_ok]
-        with self._adapted():
-            h = self._run(q_ids, q_pos, mask, _InPlace(st.kv, q_ok, rows, at[q_ok]))
-        st.ctx_hidden[rows, at[q_ok]] = h[q_ok]
+                ids[r, : len(idx)] = tokens[r][idx]
+                ok[r, : len(idx)] = True
+            else:
+                at[r] = max(0, int(st.key_ok[r].sum()) - 1)  # a row with none: padding too
+        st.lead = (ids, at, ok)
 
     def _context_tokens(self, ctx: CausalBound, pos: torch.Tensor, valid: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Each row's context as (tokens, positions) in layout order: what precedes its last slot."""
@@ -445,14 +447,15 @@ class CausalLM(HFDiffusionModel):
         fresh_tokens: list[torch.Tensor | None] = [None] * pos.shape[0]
         for to, row in zip(fresh, encoded):
             fresh_tokens[to] = row.tokens
-        self._lead(st, valid, fresh_tokens)
+        self._anchors(st, valid, fresh_tokens)
         return st
 
     # -- windows ---------------------------------------------------------------------------------
 
     def _feed(self, st: _State, ids: torch.Tensor, pos: torch.Tensor, new: torch.Tensor) -> None:
         """Run the slots ``new`` [R, W] (committed, not yet run), attending to the context and the
-        slots before them, and keep their keys, values and states."""
+        slots before them, and keep their keys, values and states; the context tokens still to run
+        adapted (``st.lead``) go first in the same call."""
         R, W = ids.shape
         Lk = st.key_ok.shape[1]
         M = int(new.sum(1).max())
@@ -460,13 +463,21 @@ class CausalLM(HFDiffusionModel):
         q_ok = new.gather(1, order)
         q_ids = torch.where(q_ok, ids.gather(1, order), self.pad_id)
         q_pos = pos.gather(1, order) + 1
+        at = Lk + order
+        if st.lead is not None:  # the anchors first: a slot after one reads its adapted keys (written in place)
+            a_ids, a_at, a_ok = st.lead
+            q_ids, q_ok = torch.cat([a_ids, q_ids], 1), torch.cat([a_ok, q_ok], 1)
+            q_pos, at = torch.cat([st.key_pos.gather(1, a_at), q_pos], 1), torch.cat([a_at, at], 1)
         key_ok = torch.cat([st.key_ok, st.fed | new], dim=1)  # each new slot's own key is written in place
-        mask = additive_mask(key_ok, M, self.dtype, Lk + W, st.key_pos, q_pos)
-        rows = torch.arange(R, device=ids.device)[:, None].expand(R, M)[q_ok]
-        slots = order[q_ok]
+        mask = additive_mask(key_ok, q_ids.shape[1], self.dtype, Lk + W, st.key_pos, q_pos)
+        rows = torch.arange(R, device=ids.device)[:, None].expand(R, q_ids.shape[1])[q_ok]
         with self._adapted():
-            h = self._run(q_ids, q_pos, mask, _InPlace(st.kv, q_ok, rows, Lk + slots))
-        st.win_hidden[rows, slots] = h[q_ok]
+            h = self._run(q_ids, q_pos, mask, _InPlace(st.kv, q_ok, rows, at[q_ok]))
+        real, where = h[q_ok], at[q_ok]
+        win = where >= Lk
+        st.win_hidden[rows[win], where[win] - Lk] = real[win]
+        st.ctx_hidden[rows[~win], where[~win]] = real[~win]
+        st.lead = None
         st.fed |= new
         st.fed_ids = torch.where(new, ids, st.fed_ids)
 
@@ -483,7 +494,7 @@ class CausalLM(HFDiffusionModel):
         first_new = torch.where(committed & ~st.fed, pos, never).min(1).values
         st.fed &= pos < torch.minimum(changed, first_new)[:, None]
         new = committed & ~st.fed
-        if new.any():
+        if new.any() or st.lead is not None:
             self._feed(st, ids, pos, new)
         states = torch.cat([st.win_hidden, st.ctx_hidden], dim=1)
         return states.gather(1, st.before[..., None].expand(-1, -1, states.shape[-1]))
