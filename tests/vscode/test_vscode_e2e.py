@@ -61,7 +61,7 @@ COMPLETE_SOURCE = (
     "    print(read_lines(os.environ['FILE']))\n"
 )
 COMPLETE_LINE = 7
-COMPLETE_TYPED = "return f."
+COMPLETE_TYPED = "lines = f.read()."
 
 HOLES_FILE = "holes.py"
 HOLES_SOURCE = (

@@ -131,18 +131,18 @@ class WindowAdapter(nn.Module):
                 return None
             if fused is None:
                 return output + self.update(layer, names, inputs[0])
-            x = inputs[0]
-            a, b = fused
-            return output + ((x.to(a.dtype) @ a.t()) @ b.t()).to(x.dtype)
+            x = inputs[0].reshape(-1, inputs[0].shape[-1])
+            a, bt = fused  # the second product adds onto the projection's output in the same call
+            return torch.addmm(output.reshape(-1, output.shape[-1]), x @ a.t(), bt).view(output.shape)
         return add
 
     def _fused(self, layer: int, names: tuple[str, ...]) -> tuple[torch.Tensor, torch.Tensor]:
         """A frozen adapter's update of ``names`` as two products: their A's stacked, and their B's
-        (scaled) as one block-diagonal matrix (a stacked product's parts side by side)."""
+        (scaled) as one block-diagonal matrix (a stacked product's parts side by side), transposed."""
         ks = [self.index[(layer, n)] for n in names]
         a = torch.cat([self.A[k].detach() for k in ks])
         b = torch.block_diag(*[self.B[k].detach() * self.config.scale for k in ks])
-        return a.contiguous(), b.contiguous()
+        return a.contiguous(), b.t().contiguous()
 
     def detach(self) -> None:
         for h in self._hooks:
