@@ -98,12 +98,12 @@ GLUE_SOURCE = (
     "\n"
     "\n"
     "def checkout(basket):\n"
-    "    amount = total_price_of_every_single_item_in_the_shopping_basket_including_all_taxes_and_fees(basket)\n"
-    "    print(amount)\n"
+    "    pay = total_price_of_every_single_item_in_the_shopping_basket_including_all_taxes_and_fees\n"
+    "    print(pay(basket))\n"
     "\n"
     "\n"
     "def receipt(basket):\n"
-    "    amount = total_\n"
+    "    pay = total_\n"
 )
 GLUE_LINE = 11
 
