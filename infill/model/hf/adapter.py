@@ -131,17 +131,21 @@ class WindowAdapter(nn.Module):
                 return None
             if fused is None:
                 return output + self.update(layer, names, inputs[0])
-            x = inputs[0].reshape(-1, inputs[0].shape[-1])
+            x = inputs[0].reshape(-1, inputs[0].shape[-1]).float()
             a, bt = fused  # the second product adds onto the projection's output in the same call
-            return torch.addmm(output.reshape(-1, output.shape[-1]), x @ a.t(), bt).view(output.shape)
+            out = output.reshape(-1, output.shape[-1]).float()
+            return torch.addmm(out, x @ a.t(), bt).to(output.dtype).view(output.shape)
         return add
 
     def _fused(self, layer: int, names: tuple[str, ...]) -> tuple[torch.Tensor, torch.Tensor]:
         """A frozen adapter's update of ``names`` as two products: their A's stacked, and their B's
-        (scaled) as one block-diagonal matrix (a stacked product's parts side by side), transposed."""
+        (scaled) as one block-diagonal matrix (a stacked product's parts side by side), transposed;
+        both in float32, which multiplies these few thin rows in about two thirds of bf16's time on
+        a CPU (a few rows through rank-16 to rank-48 products: a small bf16 product's fixed cost is
+        most of it, bench/results/v2.29/adapter-dtype.txt)."""
         ks = [self.index[(layer, n)] for n in names]
-        a = torch.cat([self.A[k].detach() for k in ks])
-        b = torch.block_diag(*[self.B[k].detach() * self.config.scale for k in ks])
+        a = torch.cat([self.A[k].detach().float() for k in ks])
+        b = torch.block_diag(*[self.B[k].detach().float() * self.config.scale for k in ks])
         return a.contiguous(), b.t().contiguous()
 
     def detach(self) -> None:
