@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import torch
-from decode_path_ab import typing
+from decode_path_ab import typing, typing_arguments
 
 from infill.engine.fill import Engine, EngineConfig
 from infill.model.declared import declared_min_score
@@ -40,10 +40,7 @@ def bf16_hook(self: window_adapter.WindowAdapter, layer: int, names: tuple[str, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="a model directory with an adapter")
-    parser.add_argument("--file", default="/usr/lib/python3.11/argparse.py")
-    parser.add_argument("--seed", type=int, default=811)
-    parser.add_argument("--spots", type=int, default=10)
-    parser.add_argument("--keys", type=int, default=6)
+    typing_arguments(parser, seed=811)
     args = parser.parse_args()
     engine = Engine.load(EngineConfig(model_dir=args.model, threads=2))
     model = engine.model

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 import torch
-from decode_path_ab import paired, report, typing
+from decode_path_ab import paired, report, typing, typing_arguments
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from infill.engine.fill import Engine, EngineConfig
@@ -41,10 +41,7 @@ def switched(*args, **kwargs):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--file", default="/usr/lib/python3.11/argparse.py")
-    parser.add_argument("--seed", type=int, default=601)
-    parser.add_argument("--spots", type=int, default=10)
-    parser.add_argument("--keys", type=int, default=6)
+    typing_arguments(parser, seed=601)
     args = parser.parse_args()
     ALL_ATTENTION_FUNCTIONS[attention.NAME] = switched
     now, before = Engine.load(EngineConfig(threads=2)), Engine.load(EngineConfig(threads=2))

@@ -62,6 +62,14 @@ def typing(text: str, spots: int, keys: int, seed: int, min_score: float | None 
             yield spot, k, FillRequest(text=text[:cur] + text[end:], holes=[hole], language="python", options=options)
 
 
+def typing_arguments(parser: argparse.ArgumentParser, seed: int, spots: int = 10, keys: int = 6) -> None:
+    """The options of :func:`typing`'s keystrokes (a file, a seed, how many spots and keystrokes)."""
+    parser.add_argument("--file", default="/usr/lib/python3.11/argparse.py")
+    parser.add_argument("--seed", type=int, default=seed)
+    parser.add_argument("--spots", type=int, default=spots)
+    parser.add_argument("--keys", type=int, default=keys)
+
+
 def paired(now: Engine, before: Engine, requests, switch=lambda before_on: None) -> list[tuple[tuple, tuple]]:
     """Each (spot, keystroke, request) of ``requests`` filled by both engines, in alternating order
     (``switch(True)`` before ``before`` fills, ``switch(False)`` before ``now``): per keystroke after
@@ -92,10 +100,7 @@ def report(pairs: list[tuple[tuple, tuple]], what: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--file", default="/usr/lib/python3.11/argparse.py")
-    parser.add_argument("--seed", type=int, default=31)
-    parser.add_argument("--spots", type=int, default=20)
-    parser.add_argument("--keys", type=int, default=4)
+    typing_arguments(parser, seed=31, spots=20, keys=4)
     args = parser.parse_args()
     ALL_ATTENTION_FUNCTIONS[attention.NAME] = switched
     now, before = Engine.load(EngineConfig(threads=2)), Engine.load(EngineConfig(threads=2))

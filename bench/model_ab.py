@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from decode_path_ab import paired, report, typing
+from decode_path_ab import paired, report, typing, typing_arguments
 
 from infill.engine.fill import Engine, EngineConfig
 from infill.model.declared import declared_min_score
@@ -23,10 +23,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--before", type=Path, required=True, help="a model directory")
     parser.add_argument("--now", type=Path, required=True, help="another model directory")
-    parser.add_argument("--file", default="/usr/lib/python3.11/argparse.py")
-    parser.add_argument("--seed", type=int, default=801)
-    parser.add_argument("--spots", type=int, default=10)
-    parser.add_argument("--keys", type=int, default=6)
+    typing_arguments(parser, seed=801)
     args = parser.parse_args()
     now = Engine.load(EngineConfig(model_dir=args.now, threads=2))
     before = Engine.load(EngineConfig(model_dir=args.before, threads=2))
