@@ -7,6 +7,7 @@ import pytest
 
 from infill.bench import validity
 from infill.errors import InputError
+from infill.syntax.constraint import is_valid
 from infill.syntax.languages import grammar
 
 JS = {
@@ -193,6 +194,20 @@ def test_a_fill_that_adds_no_error_but_leaves_the_cuts_break_is_not_clean():
     cut = validity.Cut("f.go", original, start, end, "line", 3)
     assert validity.judge("go", cut, "var b = 1") == {"valid": False, "valid_cut": True, "clean_cut": False}
     assert validity.judge("go", cut, "func g(a int) int {") == {"valid": True, "valid_cut": True, "clean_cut": True}
+
+
+def test_the_headline_is_judged_in_the_whole_file_not_the_engines_region():
+    # A block hole took a decorated method's definition: left empty, the decorator decorates the
+    # next method, and the file parses. The region the engine judges (that method, its decorator
+    # last) ends with an error there, so a region's verdict would call the file broken.
+    original = ("class TestT:\n    def test_z(self):\n        assert 1\n\n    @mark.parametrize(\n        \"x\", [1, 2]\n"
+                "    )\n    def test_a(self, x):\n        assert x\n\n    def test_b(self):\n        assert True\n")
+    start = original.index("    def test_a")
+    end = original.index("\n    def test_b")
+    cut = validity.Cut("t.py", original, start, end, "block", 8)
+    assert not is_valid("python", original, [(start, end)], [""]), "the engine's region is judged"
+    assert validity.judge("python", cut, "")["valid"] is True
+    assert validity.judge("python", cut, "    def test_a(self, x:")["valid"] is False
 
 
 def test_run_writes_summary_and_records(tiny_engine, sources, tmp_path):

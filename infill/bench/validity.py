@@ -33,7 +33,10 @@ one after the other, so a busy machine slows both alike), and each fill is judge
 engine's own check (``infill.constraints.is_valid``):
 
 - ``valid``: the original file with the fill in place of the removed text has no ERROR or
-  MISSING node that the original did not have (the originals have none) - the headline;
+  MISSING node that the original did not have (the originals have none), judged in the whole
+  file (and by the language's compiler check where it has one) - the headline. The engine judges
+  only the region around a hole, which can differ: a decorator left above a removed method ends
+  that region with an error, while in the file it decorates the next method (v2.30);
 - ``valid_cut``: the same check against the cut document, which is what the engine judges
   (errors the cut causes away from the hole count as its baseline), and ``engine_valid``, what
   the engine reported (constrained fills only);
@@ -386,10 +389,11 @@ def baseline_similarity(original: str, start: int, reference: str) -> float:
 
 
 def judge(language: str, cut: Cut, fill: str) -> dict:
-    """The engine's validity check on ``fill``, against the original file and against the cut document."""
+    """The engine's validity check on ``fill``, against the original file (whole) and against the
+    cut document (in the region the engine judges)."""
     valid_cut, clean_cut = verdict(language, cut.text, [(cut.start, cut.start)], [fill]) or (None, None)
     return {
-        "valid": is_valid(language, cut.original, [(cut.start, cut.end)], [fill]),
+        "valid": is_valid(language, cut.original, [(cut.start, cut.end)], [fill], whole=True),
         "valid_cut": valid_cut,
         "clean_cut": clean_cut,
     }

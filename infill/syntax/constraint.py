@@ -121,32 +121,36 @@ class RequestCheck:
         return first.start - spans[hole][0], first.end - spans[hole][0]
 
 
-def _document(language: str | None, text: str, holes: list[tuple[int, int]]) -> Document | None:
+def _document(language: str | None, text: str, holes: list[tuple[int, int]], whole: bool = False) -> Document | None:
     g = lookup_grammar(language)
-    return Document(g, text, holes) if g is not None else None
+    return Document(g, text, holes, judge_whole=whole) if g is not None else None
 
 
 def _encoded(fills: list[str]) -> list[bytes]:
     return [f.encode("utf-8", "surrogatepass") for f in fills]
 
 
-def verdict(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> tuple[bool, bool] | None:
+def verdict(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str],
+            whole: bool = False) -> tuple[bool, bool] | None:
     """(valid, clean) of ``text`` with ``fills`` in ``holes`` (str offsets), from one parse: no new
     error node (:func:`is_valid`), and no error at all in the judged region (:func:`is_clean`).
+    ``whole``: the region is the whole document (the engine judges the part around the holes).
     None when the language has no usable grammar."""
-    doc = _document(language, text, holes)
+    doc = _document(language, text, holes, whole)
     if doc is None:
         return None
     new, _, clean = doc.errors(_encoded(fills))
     return not new, clean
 
 
-def is_valid(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> bool | None:
+def is_valid(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str],
+             whole: bool = False) -> bool | None:
     """Does ``text`` with ``fills`` in ``holes`` (str offsets) parse with no new error node?
+    ``whole``: judged in the whole document, not the region around the holes that the engine judges.
 
     None when the language has no usable grammar. For benchmarks and callers outside the engine.
     """
-    judged = verdict(language, text, holes, fills)
+    judged = verdict(language, text, holes, fills, whole)
     return judged[0] if judged is not None else None
 
 
