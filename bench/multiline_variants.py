@@ -25,17 +25,20 @@ def loose() -> None:
 
 
 def eos() -> None:
-    def rank(self, p, texts: list[str]) -> int:
-        hole = p.request.holes[0]
-        after = p.shape.opener + fill.suffix_head(p.request.text[hole.end :], self.config.rerank_lines)
-        head = p.heals[0].decode("utf-8", "replace")
-        seqs = self.tokenizer.encode_batch([head + t + after for t in texts])
-        if not p.request.text[hole.end :].strip():
-            seqs = [s + [self.tokenizer.eos_id] for s in seqs]
-        scores = self.model.continuation_logprob(p.segments[0], seqs)
-        return max(range(len(texts)), key=scores.__getitem__)
+    rank = fill.Engine.rank
 
-    fill.Engine.rank = rank
+    def at_the_end(self, p, texts: list[str]) -> int:
+        """Engine.rank, its scored sequences ending with the end-of-text token where no code follows the hole."""
+        if p.request.text[p.request.holes[0].end :].strip():
+            return rank(self, p, texts)
+        score = self.model.continuation_logprob
+        self.model.continuation_logprob = lambda context, seqs: score(context, [s + [self.tokenizer.eos_id] for s in seqs])
+        try:
+            return rank(self, p, texts)
+        finally:
+            del self.model.continuation_logprob  # the instance's wrapper: the class's method again
+
+    fill.Engine.rank = at_the_end
 
 
 VARIANTS = {"loose": loose, "eos": eos}
