@@ -81,6 +81,9 @@ class EngineConfig:
     # single-line tasks of a fresh 200 than 4 and 3 fewer, 12 no more than 8 (BENCHMARKS.md, v2.10)
     rerank_temperature: float = 0.7  # the draws' temperature (a greedy request's; a sampling request keeps its own)
     rerank_lines: int = 4  # the lines of code after the hole that rank them (suffix_head)
+    drop_behind: float | None = 20.0  # a causal model's draw that already scores this much (nats) under a finished
+    # candidate of its request with code stops there and is no candidate (left_behind; None: every row runs to its
+    # end). Paired on fresh HumanEval samples: BENCHMARKS.md, v2.31
     lookahead: int = 3  # a causal model's speculative steps: tokens guessed by prompt lookup (infill/engine/drafts.py)
     # and checked in one model call; the fill is the same, fewer calls write it (0: one slot per call). With the
     # committed slot, 4 rows: the CPU's 4-bit and int8 kernels run rows in blocks of 4, and a 5th row costs a
@@ -201,6 +204,33 @@ def candidate_plan(options: SamplingOptions, default: int, left_to_right: bool =
         return [(scales[i % len(scales)], options.seed) for i in range(min(n, len(scales)))]
     n_scales = min(2, n)
     return [(scales[i % n_scales], options.seed + i // n_scales) for i in range(n)]
+
+
+def left_behind(scores: list[float], writing: list[bool], rows: list[int], seeds: list[int | None], gap: float,
+                counts: set[int]) -> list[int]:
+    """The draw rows (``seeds``: not None) still ``writing`` whose committed tokens already score
+    (``scores``) more than ``gap`` under a finished row of the same request (``rows``: each row's
+    request) that ``counts`` (one that wrote code: a blank fill ranks under every fill with code,
+    whatever their scores, Finisher.rank_of). Under a frontier schedule committed tokens can only
+    lower a fill's score (sampler.committed_scores), so such a row would end at least that far under
+    a fill that ranks with it before the score: a runaway draw that repeats or wanders to its
+    window's end. A request's greedy row always runs to its end, and so does every row while none
+    of its request's counts."""
+    best: dict[int, float] = {}
+    for r, ri in enumerate(rows):
+        if not writing[r] and r in counts:
+            best[ri] = max(best.get(ri, -math.inf), scores[r])
+    return [r for r, ri in enumerate(rows)
+            if writing[r] and seeds[r] is not None and ri in best and scores[r] < best[ri] - gap]
+
+
+@dataclass
+class Behind:
+    """What Engine.drop_behind keeps over one round's steps: the rows it stopped (no candidates),
+    and whether each finished row's fills hold code."""
+
+    dropped: set[int] = field(default_factory=set)
+    code: dict[int, bool] = field(default_factory=dict)
 
 
 def suffix_head(after: str, lines: int, chars: int = 1024) -> str:
@@ -599,11 +629,13 @@ class Engine:
         finished_at = torch.zeros(R, dtype=torch.long)
         drafter = self.drafter(prepared, rows, schedule)
         floor = prepared[0].request.options.min_score if schedule.frontier else None  # (a chunk shares it)
-        holes, sunk = max(len(p.heals) for p in prepared), None
+        holes, sunk, behind = max(len(p.heals) for p in prepared), None, Behind()
         for step in denoise_steps(self.model, bound, state, schedule, gens, constraint or syntax or NoConstraint(), cancel,
                                   deadline, row_steps, drafter):
             if schedule.frontier:
                 self.end_said(state, step.committed, [prepared[ri] for ri in rows], finisher, ends)
+                if not step.done:
+                    self.drop_behind(state, rows, prepared, lay.seeds, ends, behind)
             finished_at = torch.where((finished_at == 0) & ~state.masked.any(1).cpu(), step.step, finished_at)
             if drafting is not None and step.step % drafting[1] == 0:
                 drafting[0](self.draft(prepared[0], step, state.hole[0], step.step, ends))
@@ -625,6 +657,8 @@ class Engine:
         logprob = state.logprob.float().cpu()
         hole = state.hole.cpu()
         for r in range(R):
+            if r in behind.dropped:
+                continue
             fills, score, filled = self.decode_row(ids[r], logprob[r], hole[r], prepared[rows[r]].heals, prepared[rows[r]].request.path)
             fills = self.keep_ends(fills, r, ends)
             ran_out = [bool((ids[r][hole[r] == h] != pad_id).all()) for h in range(len(fills))]
@@ -661,6 +695,28 @@ class Engine:
                 tok = self.hole_tokens(ids[r], hole[r], h)
                 if tok:
                     self.recent_fills.add(paths[r], tok)
+
+    def drop_behind(self, state: Windows, rows: list[int], prepared: list[_Prepared], seeds: list[int | None],
+                    ends: dict[tuple[int, int], int], behind: Behind) -> None:
+        """Stop the rows that :func:`left_behind` names (``rows``: each row's request in ``prepared``;
+        ``seeds``: None for a request's greedy row; ``ends``: where end_said ended fills) and add them to
+        ``behind.dropped``: their slots left are padded, and they are no candidates (the caller never
+        finishes them)."""
+        writing = state.masked.any(1).cpu().tolist()
+        if self.config.drop_behind is None or all(writing) or not any(writing):
+            return
+        for r, w in enumerate(writing):
+            if not w and r not in behind.code and r not in behind.dropped:
+                p = prepared[rows[r]]
+                texts = [self.decode_hole(state.ids[r], state.hole[r], h, p.heals[h]) for h in range(len(p.heals))]
+                behind.code[r] = all(t[: ends.get((r, h), len(t))].strip() for h, t in enumerate(texts))
+        holes = max(len(p.heals) for p in prepared)
+        scores = committed_scores(state, self.model.pad_id, holes).sum(1).cpu().tolist()
+        counts = {r for r, code in behind.code.items() if code}
+        for r in left_behind(scores, writing, rows, seeds, self.config.drop_behind, counts):
+            state.ids[r] = torch.where(state.masked[r], self.model.pad_id, state.ids[r])
+            state.masked[r] = False
+            behind.dropped.add(r)
 
     def sunk(self, state: Windows, floor: float, holes: int) -> torch.Tensor | None:
         """The rows' committed_scores [R, holes] where every row has a hole whose fill will score

@@ -46,7 +46,7 @@ from typing import Callable
 import torch
 
 from infill.decode.sampler import ActiveRows, CancelFlag, Denoiser, NoConstraint, Windows
-from infill.engine.fill import Engine, _Layout, _Prepared, needs_retry
+from infill.engine.fill import Behind, Engine, _Layout, _Prepared, needs_retry
 from infill.engine.finish import Finisher, as_result, join_scaffold, merge_retry, stay_quiet, strict_request
 from infill.errors import Cancelled
 from infill.protocol import Draft, FillRequest, FillResult, Timings
@@ -74,6 +74,7 @@ class Slot:
     syntax: object = None
     finished_at: torch.Tensor | None = None
     ends: dict = field(default_factory=dict)  # (row, hole) -> text kept, where a left-to-right fill ended (Engine.end_said)
+    behind: Behind = field(default_factory=Behind)  # rows stopped far under a finished one, no candidates (Engine.drop_behind)
     bound: object = None  # its context bound to its rows, where the model's bound contexts can be joined
     # across rounds
     scaffold: tuple | None = None  # (the request as prepared before the split, the split)
@@ -154,7 +155,7 @@ class Stepper:
         slot.den = Denoiser(model, state, schedule, gens, syntax or NoConstraint(), deadline, row_steps,
                             engine.drafter([p], lay.rows, schedule))
         slot.finished_at = torch.zeros(len(lay.rows), dtype=torch.long)
-        slot.ends = {}
+        slot.ends, slot.behind = {}, Behind()
         slot.bound = None
         if self._join is not False:  # bind its context once now; joining the live set is then a copy
             t0 = time.perf_counter()
@@ -210,6 +211,9 @@ class Stepper:
                 if slot.den.schedule.frontier:  # a left-to-right fill that said all it will ends here
                     self.engine.end_said(slot.state, step.committed, [slot.prepared] * slot.rows,
                                          Finisher(self.engine.tokenizer, slot.syntax), slot.ends)
+                    if not step.done:
+                        self.engine.drop_behind(slot.state, [0] * slot.rows, [slot.prepared], slot.lay.seeds, slot.ends,
+                                                slot.behind)
                 slot.steps += 1
                 slot.t_denoise += elapsed
                 slot.finished_at = torch.where((slot.finished_at == 0) & ~step.masked.any(1).cpu(), slot.steps,
@@ -325,6 +329,8 @@ class Stepper:
         ids, logprob, hole = state.ids.cpu(), state.logprob.float().cpu(), state.hole.cpu()
         finisher = Finisher(engine.tokenizer, slot.syntax)
         for r in range(slot.rows):
+            if r in slot.behind.dropped:
+                continue
             fills, score, filled = engine.decode_row(ids[r], logprob[r], hole[r], p.heals, p.request.path)
             fills = engine.keep_ends(fills, r, slot.ends)
             ran_out = [bool((ids[r][hole[r] == h] != pad_id).all()) for h in range(len(fills))]

@@ -1159,6 +1159,52 @@ def test_candidates_are_the_greedy_fill_and_draws_ranked_by_the_text_after_the_h
     assert one.timings.candidates == 1  # a request that asks for one row gets the greedy fill, unranked
 
 
+def test_left_behind_names_the_draws_far_under_a_finished_row_of_their_request():
+    from infill.engine.fill import left_behind
+
+    rows, seeds = [0, 0, 0, 1, 1], [None, 1, 2, None, 1]  # two requests, each a greedy row (seed None) and draws
+    scores, writing = [-1.0, -30.0, -5.0, -50.0, -90.0], [False, True, True, True, True]
+    assert left_behind(scores, writing, rows, seeds, 20.0, {0}) == [1]  # request 1 has no finished row yet
+    assert left_behind(scores, writing, rows, seeds, 20.0, set()) == []  # a finished row that does not count (blank)
+    assert left_behind([-30.0, -1.0, -5.0], [True, False, True], [0, 0, 0], [None, 1, 2], 20.0, {1}) == []  # greedy
+    assert left_behind([-1.0, -21.0], [False, True], [0, 0], [None, 1], 20.0, {0}) == []  # exactly the gap under
+
+
+def test_draws_far_under_a_finished_candidate_stop_and_are_no_candidates(hf_dirs):
+    """EngineConfig.drop_behind: a draw whose committed tokens score that far under a finished row
+    of its request stops there and is never finished or ranked; the rows kept write what they
+    write with every row run to its end, and infill serve's stepper drops the same rows."""
+    from infill.engine.stepper import Stepper
+
+    req = request(LONGER, max_tokens=16)
+    full = engine_of(hf_dirs("causal-llama"), candidates=8, drop_behind=None)
+    everyone = committed_rows(full)
+    want = full.fill(req)
+    cut = engine_of(hf_dirs("causal-llama"), candidates=8, drop_behind=0.0)  # any draw under a finished row stops
+    kept, dropped, real = committed_rows(cut), [], cut.drop_behind
+
+    def spy(state, rows, prepared, seeds, ends, behind):
+        real(state, rows, prepared, seeds, ends, behind)
+        dropped.append(set(behind.dropped))
+
+    cut.drop_behind = spy
+    got = cut.fill(req)
+    gone = dropped[-1]
+    assert gone and 0 not in gone, "some draw was dropped, never the greedy row"
+    assert len(kept) == 8 - len(gone) and got.timings.candidates == 8
+    stay = [r for r in range(8) if r not in gone]
+    pad = cut.model.pad_id
+    assert all(until_pad(k, pad) == until_pad(everyone[r], pad) for k, r in zip(kept, stay)), "kept rows wrote the same"
+    assert got.timings.steps <= want.timings.steps
+    stepper = Stepper(cut)
+    kept.clear()
+    slot = stepper.add(req)
+    while stepper.slots:
+        stepper.step()
+    assert slot.error is None and slot.behind.dropped == gone and slot.result.fills[0].text == got.fills[0].text
+    assert len(kept) == 8 - len(gone)
+
+
 def msgspec_replace_candidates(req: FillRequest, n: int) -> FillRequest:
     import msgspec
 

@@ -1,0 +1,67 @@
+"""EngineConfig.drop_behind, paired: each HumanEval-Infilling task of a subset filled with every
+candidate row run to its end (``drop_behind=None``) and with the rule (``--gap`` nats), in one
+process, each fill after Engine.forget (no context states or recent fills carried from one fill to
+the next, so a pair differs only by the rule), the order alternating task by task (a shared
+machine drifts). Prints each pair's latency and steps; the tests run for the fills that differ.
+
+    .venv/bin/python bench/drop_behind_ab.py multi-line --limit 60 --subset-seed 953 --out results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from dataclasses import replace
+
+from infill.bench.quality import build_request, execute, load_tasks
+from infill.engine.fill import Engine, EngineConfig
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("benchmark", choices=["single-line", "multi-line"])
+    parser.add_argument("--limit", type=int, default=60)
+    parser.add_argument("--subset-seed", type=int, required=True)
+    parser.add_argument("--gap", type=float, default=20.0)
+    parser.add_argument("--out", required=True, help="a JSON file: every pair and the summary")
+    args = parser.parse_args()
+    tasks = load_tasks(args.benchmark, limit=args.limit, seed=args.subset_seed)
+    engine = Engine.load(EngineConfig(threads=2))
+    base, rows = engine.config, []
+    for k, task in enumerate(tasks):
+        request = build_request(task, 128 if args.benchmark == "multi-line" else 32)
+        got = {}
+        for gap in (None, args.gap) if k % 2 == 0 else (args.gap, None):
+            engine.config = replace(base, drop_behind=gap)
+            engine.forget()
+            t0 = time.perf_counter()
+            result = engine.fill(request)
+            got[gap] = (result.fills[0].text, (time.perf_counter() - t0) * 1000, result.timings.steps)
+        (off, off_ms, off_steps), (on, on_ms, on_steps) = got[None], got[args.gap]
+        rows.append(dict(task=task.task_id, off=off, on=on, off_ms=off_ms, on_ms=on_ms, off_steps=off_steps, on_steps=on_steps))
+        print(f"{task.task_id:42s} off {off_ms:7.0f} ms {off_steps:3d} steps   on {on_ms:7.0f} ms {on_steps:3d} steps   "
+              f"{'same' if off == on else 'CHANGED'}", flush=True)
+    changed = [r for r in rows if r["off"] != r["on"]]
+    by_id = {t.task_id: t for t in tasks}
+    if changed:
+        runs = execute([by_id[r["task"]].program(r["off"]) for r in changed] + [by_id[r["task"]].program(r["on"]) for r in changed],
+                       progress=False)
+        for i, r in enumerate(changed):
+            r["off_passed"], r["on_passed"] = runs[i].passed, runs[len(changed) + i].passed
+    offs, ons = [r["off_ms"] for r in rows], [r["on_ms"] for r in rows]
+    summary = dict(benchmark=args.benchmark, limit=args.limit, subset_seed=args.subset_seed, gap=args.gap, tasks=len(rows),
+                   changed=len(changed), changed_passed_off=sum(bool(r.get("off_passed")) for r in changed),
+                   changed_passed_on=sum(bool(r.get("on_passed")) for r in changed),
+                   off_total_s=sum(offs) / 1000, on_total_s=sum(ons) / 1000,
+                   off_median_ms=statistics.median(offs), on_median_ms=statistics.median(ons),
+                   median_of_ratios=statistics.median(b / a for a, b in zip(offs, ons)),
+                   off_steps=sum(r["off_steps"] for r in rows), on_steps=sum(r["on_steps"] for r in rows))
+    print(json.dumps(summary, indent=1))
+    with open(args.out, "w") as f:
+        json.dump(dict(summary=summary, rows=rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
