@@ -200,10 +200,12 @@ async def test_outdated_version_is_dropped(client: LanguageClient):
     # Typing cancels the pending fill (did_change), so this passes even without the outdated-version
     # check in fill_at_cursor; tests/lsp/test_fill_at_cursor.py hits that check itself (issue 25, step 7).
     uri = open_doc(client, "outdated.py", SOURCE)
-    configure(client, debounceMs=300)
+    configure(client, debounceMs=3000)
     try:
         pending = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, 5, 7, automatic=True)))
-        await asyncio.sleep(0.05)
+        # The change must come once the server has begun the request (in its debounce): sent at once, both
+        # may arrive in one read, and the change, a notification, is applied before the request's task starts.
+        await asyncio.sleep(0.5)
         change_doc(client, uri, SOURCE + "# typed\n")  # the user typed on: version 2
         result = await asyncio.wait_for(pending, 30)
         assert not result.items
