@@ -14,32 +14,27 @@ import json
 import statistics
 import time
 from dataclasses import replace
+from typing import Callable
 
 from infill.bench.quality import build_request, execute, load_tasks
 from infill.engine.fill import Engine, EngineConfig
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("benchmark", choices=["single-line", "multi-line"])
-    parser.add_argument("--limit", type=int, default=60)
-    parser.add_argument("--subset-seed", type=int, required=True)
-    parser.add_argument("--gap", type=float, default=20.0)
-    parser.add_argument("--out", required=True, help="a JSON file: every pair and the summary")
-    args = parser.parse_args()
-    tasks = load_tasks(args.benchmark, limit=args.limit, seed=args.subset_seed)
-    engine = Engine.load(EngineConfig(threads=2))
-    base, rows = engine.config, []
+def paired(benchmark: str, tasks, engine: Engine, setups: dict[str, Callable[[], None]], out: str, extra: dict) -> dict:
+    """Each task filled under each of two ``setups`` ("off", "on": each puts the engine in its state),
+    each fill after Engine.forget, the order alternating task by task; the tests run for the fills
+    that differ. Writes every pair and the summary to ``out``."""
+    rows = []
     for k, task in enumerate(tasks):
-        request = build_request(task, 128 if args.benchmark == "multi-line" else 32)
+        request = build_request(task, 128 if benchmark == "multi-line" else 32)
         got = {}
-        for gap in (None, args.gap) if k % 2 == 0 else (args.gap, None):
-            engine.config = replace(base, drop_behind=gap)
+        for name in ("off", "on") if k % 2 == 0 else ("on", "off"):
+            setups[name]()
             engine.forget()
             t0 = time.perf_counter()
             result = engine.fill(request)
-            got[gap] = (result.fills[0].text, (time.perf_counter() - t0) * 1000, result.timings.steps)
-        (off, off_ms, off_steps), (on, on_ms, on_steps) = got[None], got[args.gap]
+            got[name] = (result.fills[0].text, (time.perf_counter() - t0) * 1000, result.timings.steps)
+        (off, off_ms, off_steps), (on, on_ms, on_steps) = got["off"], got["on"]
         rows.append(dict(task=task.task_id, off=off, on=on, off_ms=off_ms, on_ms=on_ms, off_steps=off_steps, on_steps=on_steps))
         print(f"{task.task_id:42s} off {off_ms:7.0f} ms {off_steps:3d} steps   on {on_ms:7.0f} ms {on_steps:3d} steps   "
               f"{'same' if off == on else 'CHANGED'}", flush=True)
@@ -51,7 +46,7 @@ def main() -> None:
         for i, r in enumerate(changed):
             r["off_passed"], r["on_passed"] = runs[i].passed, runs[len(changed) + i].passed
     offs, ons = [r["off_ms"] for r in rows], [r["on_ms"] for r in rows]
-    summary = dict(benchmark=args.benchmark, limit=args.limit, subset_seed=args.subset_seed, gap=args.gap, tasks=len(rows),
+    summary = dict(benchmark=benchmark, **extra, tasks=len(rows),
                    changed=len(changed), changed_passed_off=sum(bool(r.get("off_passed")) for r in changed),
                    changed_passed_on=sum(bool(r.get("on_passed")) for r in changed),
                    off_total_s=sum(offs) / 1000, on_total_s=sum(ons) / 1000,
@@ -59,8 +54,35 @@ def main() -> None:
                    median_of_ratios=statistics.median(b / a for a, b in zip(offs, ons)),
                    off_steps=sum(r["off_steps"] for r in rows), on_steps=sum(r["on_steps"] for r in rows))
     print(json.dumps(summary, indent=1))
-    with open(args.out, "w") as f:
+    with open(out, "w") as f:
         json.dump(dict(summary=summary, rows=rows), f, indent=1)
+    return summary
+
+
+def arguments(description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("benchmark", choices=["single-line", "multi-line"])
+    parser.add_argument("--limit", type=int, default=60)
+    parser.add_argument("--subset-seed", type=int, required=True)
+    parser.add_argument("--out", required=True, help="a JSON file: every pair and the summary")
+    return parser
+
+
+def main() -> None:
+    parser = arguments(__doc__.split("\n")[0])
+    parser.add_argument("--gap", type=float, default=20.0)
+    args = parser.parse_args()
+    tasks = load_tasks(args.benchmark, limit=args.limit, seed=args.subset_seed)
+    engine = Engine.load(EngineConfig(threads=2))
+    base = engine.config
+
+    def gap(value):
+        def setup():
+            engine.config = replace(base, drop_behind=value)
+        return setup
+
+    paired(args.benchmark, tasks, engine, {"off": gap(None), "on": gap(args.gap)}, args.out,
+           dict(limit=args.limit, subset_seed=args.subset_seed, gap=args.gap))
 
 
 if __name__ == "__main__":
