@@ -59,12 +59,13 @@ def paired(benchmark: str, tasks, engine: Engine, setups: dict[str, Callable[[],
     return summary
 
 
-def arguments(description: str) -> argparse.ArgumentParser:
+def arguments(description: str, limit: int = 60) -> argparse.ArgumentParser:
+    """The options every paired or ranking script here takes: which benchmark, which subset, where to write."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("benchmark", choices=["single-line", "multi-line"])
-    parser.add_argument("--limit", type=int, default=60)
+    parser.add_argument("--limit", type=int, default=limit)
     parser.add_argument("--subset-seed", type=int, required=True)
-    parser.add_argument("--out", required=True, help="a JSON file: every pair and the summary")
+    parser.add_argument("--out", required=True, help="a JSON file: each task's fills and the summary")
     return parser
 
 

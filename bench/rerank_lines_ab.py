@@ -11,10 +11,11 @@ its branches with the shipped value).
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from dataclasses import replace
+
+from drop_behind_ab import arguments
 
 from infill.bench.quality import build_request, execute, load_tasks
 from infill.engine import fill
@@ -22,12 +23,8 @@ from infill.engine.fill import Engine, EngineConfig
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("benchmark", choices=["single-line", "multi-line"])
-    parser.add_argument("--limit", type=int, default=100)
-    parser.add_argument("--subset-seed", type=int, required=True)
+    parser = arguments(__doc__.split("\n")[0], limit=100)
     parser.add_argument("--lines", type=int, nargs="+", default=[2, 4, 8, 16])
-    parser.add_argument("--out", required=True, help="a JSON file: each task's picks and the summary")
     args = parser.parse_args()
     tasks = load_tasks(args.benchmark, limit=args.limit, seed=args.subset_seed)
     engine = Engine.load(EngineConfig(threads=2))

@@ -701,9 +701,11 @@ class Engine:
         """Stop the rows that :func:`left_behind` names (``rows``: each row's request in ``prepared``;
         ``seeds``: None for a request's greedy row; ``ends``: where end_said ended fills) and add them to
         ``behind.dropped``: their slots left are padded, and they are no candidates (the caller never
-        finishes them)."""
+        finishes them). Nothing to do (and no device read) without a draw: a cursor's greedy fill."""
+        if self.config.drop_behind is None or all(s is None for s in seeds):
+            return
         writing = state.masked.any(1).cpu().tolist()
-        if self.config.drop_behind is None or all(writing) or not any(writing):
+        if all(writing) or not any(writing):
             return
         for r, w in enumerate(writing):
             if not w and r not in behind.code and r not in behind.dropped:
