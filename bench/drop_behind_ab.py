@@ -59,6 +59,20 @@ def paired(benchmark: str, tasks, engine: Engine, setups: dict[str, Callable[[],
     return summary
 
 
+def fill_alone(engine: Engine, benchmark: str, task):
+    """The engine's fill of one task with nothing carried over from the fills before it
+    (Engine.forget first), in the quality benchmark's window for ``benchmark``."""
+    engine.forget()
+    return engine.fill(build_request(task, 128 if benchmark == "multi-line" else 32))
+
+
+def run_tests(tasks, jobs) -> dict:
+    """{(task id, fill text): its test run} for each of ``jobs`` (pairs of a task id and a fill)."""
+    by_id = {t.task_id: t for t in tasks}
+    jobs = sorted(set(jobs))
+    return dict(zip(jobs, execute([by_id[k].program(t) for k, t in jobs], progress=False)))
+
+
 def arguments(description: str, limit: int = 60) -> argparse.ArgumentParser:
     """The options every paired or ranking script here takes: which benchmark, which subset, where to write."""
     parser = argparse.ArgumentParser(description=description)

@@ -15,9 +15,9 @@ import json
 import time
 from dataclasses import replace
 
-from drop_behind_ab import arguments
+from drop_behind_ab import arguments, fill_alone, run_tests
 
-from infill.bench.quality import build_request, execute, load_tasks
+from infill.bench.quality import load_tasks
 from infill.engine import fill
 from infill.engine.fill import Engine, EngineConfig
 
@@ -48,15 +48,12 @@ def main() -> None:
     rows = []
     for task in tasks:
         seen.clear()
-        engine.forget()
-        result = engine.fill(build_request(task, 128 if args.benchmark == "multi-line" else 32))
+        result = fill_alone(engine, args.benchmark, task)
         picks = seen.get("picks") or {n: None for n in args.lines}
         rows.append(dict(task=task.task_id, shipped=result.fills[0].text, picks={str(n): t for n, t in picks.items()},
                          rank_ms={str(n): v for n, v in seen.get("ms", {}).items()}, candidates=seen.get("candidates", 1)))
         print(task.task_id, seen.get("candidates", 1), "distinct picks", len({t for t in picks.values()}), flush=True)
-    by_id = {t.task_id: t for t in tasks}
-    jobs = sorted({(r["task"], t) for r in rows for t in [r["shipped"], *r["picks"].values()] if t is not None})
-    runs = dict(zip(jobs, execute([by_id[k].program(t) for k, t in jobs], progress=False)))
+    runs = run_tests(tasks, [(r["task"], t) for r in rows for t in [r["shipped"], *r["picks"].values()] if t is not None])
     summary = dict(benchmark=args.benchmark, limit=args.limit, subset_seed=args.subset_seed, tasks=len(rows),
                    ranked=sum(r["candidates"] > 1 for r in rows),
                    shipped_passed=sum(runs[(r["task"], r["shipped"])].passed for r in rows))
