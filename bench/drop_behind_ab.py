@@ -26,7 +26,7 @@ def paired(benchmark: str, tasks, engine: Engine, setups: dict[str, Callable[[],
     that differ. Writes every pair and the summary to ``out``."""
     rows = []
     for k, task in enumerate(tasks):
-        request = build_request(task, 128 if benchmark == "multi-line" else 32)
+        request = request_of(benchmark, task)
         got = {}
         for name in ("off", "on") if k % 2 == 0 else ("on", "off"):
             setups[name]()
@@ -39,12 +39,9 @@ def paired(benchmark: str, tasks, engine: Engine, setups: dict[str, Callable[[],
         print(f"{task.task_id:42s} off {off_ms:7.0f} ms {off_steps:3d} steps   on {on_ms:7.0f} ms {on_steps:3d} steps   "
               f"{'same' if off == on else 'CHANGED'}", flush=True)
     changed = [r for r in rows if r["off"] != r["on"]]
-    by_id = {t.task_id: t for t in tasks}
-    if changed:
-        runs = execute([by_id[r["task"]].program(r["off"]) for r in changed] + [by_id[r["task"]].program(r["on"]) for r in changed],
-                       progress=False)
-        for i, r in enumerate(changed):
-            r["off_passed"], r["on_passed"] = runs[i].passed, runs[len(changed) + i].passed
+    runs = run_tests(tasks, [(r["task"], r[name]) for r in changed for name in ("off", "on")])
+    for r in changed:
+        r["off_passed"], r["on_passed"] = runs[(r["task"], r["off"])].passed, runs[(r["task"], r["on"])].passed
     offs, ons = [r["off_ms"] for r in rows], [r["on_ms"] for r in rows]
     summary = dict(benchmark=benchmark, **extra, tasks=len(rows),
                    changed=len(changed), changed_passed_off=sum(bool(r.get("off_passed")) for r in changed),
@@ -59,11 +56,15 @@ def paired(benchmark: str, tasks, engine: Engine, setups: dict[str, Callable[[],
     return summary
 
 
+def request_of(benchmark: str, task):
+    """A task's request in the quality benchmark's window for ``benchmark``."""
+    return build_request(task, 128 if benchmark == "multi-line" else 32)
+
+
 def fill_alone(engine: Engine, benchmark: str, task):
-    """The engine's fill of one task with nothing carried over from the fills before it
-    (Engine.forget first), in the quality benchmark's window for ``benchmark``."""
+    """The engine's fill of one task with nothing carried over from the fills before it (Engine.forget first)."""
     engine.forget()
-    return engine.fill(build_request(task, 128 if benchmark == "multi-line" else 32))
+    return engine.fill(request_of(benchmark, task))
 
 
 def run_tests(tasks, jobs) -> dict:
