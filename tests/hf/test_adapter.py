@@ -173,7 +173,8 @@ PY = "".join(f"def f{i}(a, b):\n    c = a + {i}\n    return c * b\n\n" for i in 
 
 def test_examples_are_laid_out_as_the_engine_lays_out_a_fill(hf_dirs):
     """An example's context is the engine's snippet of the lines further down, then the text
-    before the hole; its target the hole's text, then the first tokens after it."""
+    before the hole; its target the hole's text, then (where the hole's text is whole) the first
+    tokens after it."""
     import random
 
     m, tok = load(hf_dirs("causal-llama"))
@@ -199,10 +200,13 @@ def test_examples_are_laid_out_as_the_engine_lays_out_a_fill(hf_dirs):
         else:
             hole_text = PY[start:end]
         assert ex.context[len(head):] == prefix
-        fill = tok.encode(hole_text)[:6]
-        assert ex.target == fill + tok.encode(PY[end:])[:3] and ex.fill == len(fill)
+        whole = tok.encode(hole_text)
+        fill = whole[:6]
+        # the text after the hole follows a whole fill, never one cut at fill_tokens
+        assert ex.target == fill + (tok.encode(PY[end:])[:3] if fill == whole else []) and ex.fill == len(fill)
+        kinds.add("whole fill" if fill == whole else "fill cut")
         kinds.add(("line start" if PY[start - 1] in " \n" else "in a line", "lines" if "\n" in PY[start:end] else "one line"))
-    assert len(kinds) >= 5 and {"snippet", "healed"} <= kinds
+    assert len(kinds) >= 7 and {"snippet", "healed", "whole fill", "fill cut"} <= kinds
 
 
 def test_held_out_packages_are_never_drawn(hf_dirs, tmp_path):
