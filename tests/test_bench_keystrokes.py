@@ -61,6 +61,7 @@ def test_bench_lsp_one_and_two_documents(tiny_model_dir, tiny_engine, tmp_path):
         assert len(p["context_tokens"]) == p["documents"]
         assert p["sync_ok"] == p["sync_checked"] == p["documents"]  # the server saw the typed text
     assert summary["server_warnings"] == 0, summary["server_messages"]
+    assert "python" in summary["languages"]  # the infill/languages notification the server sends once loaded
     load = summary["load"]
     assert load["load_ms"] > 0 and "loaded tiny-test" in load["message"] and load["first_request_ms"] > 0
     assert set(summary["targets"]) == {"one_doc_p50_ms", "one_doc_p95_ms", "2_docs_p50_over_one_doc",

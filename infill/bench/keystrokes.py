@@ -196,11 +196,13 @@ def _client_class():
     from pygls.lsp.client import LanguageClient
 
     class BenchClient(LanguageClient):
-        """pygls' client, remembering the server's log messages and draining its stderr."""
+        """pygls' client, remembering the server's log messages and the languages it announces
+        (its ``infill/languages`` notification, docs/architecture.md), and draining its stderr."""
 
         def __init__(self):
             super().__init__("infill-bench", "0.1.0")
             self.messages: list[tuple[int, str]] = []
+            self.languages: list[str] | None = None  # the LSP language ids the server's model serves
             self.loaded = asyncio.Event()
             self.load_message = ""
             self.stderr_tail = b""
@@ -212,6 +214,10 @@ def _client_class():
             @self.feature(types.WINDOW_SHOW_MESSAGE)
             def on_show(params: types.ShowMessageParams):
                 self._message(params.type, params.message)
+
+            @self.feature("infill/languages")
+            def on_languages(params):
+                self.languages = getattr(params, "languageIds", None)
 
         def _message(self, kind, message: str) -> None:
             self.messages.append((int(kind), message))
@@ -385,6 +391,7 @@ async def _session(cmd: list[str], init_options: dict, tokenizer, *, documents: 
             if tick:
                 tick(row)
         out["server_messages"] = [m for _, m in client.messages][-50:]
+        out["languages"] = client.languages
         out["server_warnings"] = sum(1 for kind, _ in client.messages if kind <= int(types.MessageType.Warning))
         try:
             await asyncio.wait_for(client.shutdown_async(None), 30)
@@ -507,6 +514,7 @@ def run_keystrokes(model_dir: Path | str | None = None, *, documents: int | Sequ
         "load": {"initialize_ms": session["initialize_ms"], "load_ms": session["load_ms"],
                  "message": session["load_message"], "first_request_ms": session.get("first_request_ms"),
                  "first_request_error": session.get("first_request_error")},
+        "languages": session.get("languages"),
         "phases": session["phases"],
         "targets": _targets(session["phases"]),
         "server_warnings": session.get("server_warnings"),
