@@ -101,6 +101,35 @@ def test_the_token_before_the_hole_runs_adapted_with_the_slots_drafted_in_the_fi
     torch.testing.assert_close(m.raw_logits(h[0, :4]), want[0, :4], atol=ATOL, rtol=0)
 
 
+def test_a_keystroke_that_changes_only_the_token_before_the_hole_runs_it_adapted_alone(hf_dirs, tmp_path):
+    """Where the kept context holds all but the last token (a keystroke changed only the token
+    before the cursor), that token is not run unadapted first: the first window call runs it
+    adapted with the slots, the states are the recipe's all the same, and the kept row stays the
+    one without it, pretrained."""
+    from test_causal import model_calls
+
+    m, tok = load(adapted_dir(hf_dirs("causal-llama"), tmp_path / "m"))
+    pre, target = tok.encode(PREFIX), tok.encode(TARGET)
+    W = len(target)
+    slot_logits(m, tok, PREFIX, target)  # the document before the keystroke: its context kept
+    typed = pre[:-1] + [target[0]]  # the keystroke changed the last token
+    assert typed != pre
+    bound = m.bind_context(m.join_segments([m.encode_segments([typed])]), torch.arange(1), torch.arange(len(typed))[None])
+    ids = torch.full((1, W), m.mask_id)
+    pos = torch.arange(len(typed), len(typed) + W)[None]
+    calls = model_calls(m)
+    h = m.window_hidden(ids, pos, torch.ones((1, W), dtype=torch.bool), bound)
+    assert calls == [(1, 1)]  # no context call first: the token before the hole alone, adapted
+    want, _ = recipe.target_logits(m, [recipe.Example(typed, target, W)])
+    torch.testing.assert_close(m.raw_logits(h[0, :1]), want[0, :1], atol=ATOL, rtol=0)
+    (row,) = m._rows.values()
+    assert row.tokens.tolist() == pre  # the row before the keystroke (it holds the new one's first tokens), unchanged
+    plain, _ = load(hf_dirs("causal-llama"))
+    with torch.inference_mode():
+        fresh = plain._encode_row(row.tokens, row.positions)
+    torch.testing.assert_close(row.hidden, fresh.hidden, atol=ATOL, rtol=0)
+
+
 def test_an_adapter_that_is_zero_changes_nothing_and_the_context_stays_pretrained(hf_dirs, tmp_path):
     zero, tok = load(adapted_dir(hf_dirs("causal-llama"), tmp_path / "z", scale_b=0.0))
     plain, _ = load(hf_dirs("causal-llama"))

@@ -21,7 +21,9 @@ pretrained network's (kept and reused as above), and the adapter is on for the w
 for the context token before each hole: that token runs again, adapted, once per fill (in the
 fill's first window call, with the slots drafted there), and its adapted keys, values and state
 take the pretrained ones' place in the fill's state (never in the kept rows), as the adapter was
-trained.
+trained. So its pretrained states are never read in that fill: where the kept rows hold all of a
+context but that token (a keystroke that changed only the token before the cursor), it is not run
+pretrained at all, and the kept row stays the one without it.
 
 ``continuation_logprob`` scores whole texts after a context (the context's states from the same
 cache): how the engine ranks candidates by the text after the hole, which no slot could read.
@@ -251,10 +253,12 @@ class CausalLM(HFDiffusionModel):
         self._keep(out, best, n)
         return out
 
-    def _encode_rows(self, contexts: list[tuple[torch.Tensor, torch.Tensor]]) -> list[_Row]:
+    def _encode_rows(self, contexts: list[tuple[torch.Tensor, torch.Tensor]], spare: list[bool] | None = None) -> list[_Row]:
         """Each context's states, as :meth:`_encode_row` makes them, the tokens that no cached row
         holds run for all contexts in one model call (a context that repeats an earlier one is
-        taken from it: a request's candidate rows)."""
+        taken from it: a request's candidate rows). A context that ``spare`` marks, of which a
+        cached row holds all but the last token, is not run: its row has that token's place left
+        empty (:meth:`_spared`), for the adapter's run of it (:meth:`_start`)."""
         out: list[_Row | None] = [None] * len(contexts)
         todo: list[tuple[int, torch.Tensor, torch.Tensor, int | None, int]] = []
         same: dict[int, int] = {}  # a context -> the earlier one it repeats
@@ -266,6 +270,8 @@ class CausalLM(HFDiffusionModel):
             best, n = self._lookup(tokens, positions) if len(tokens) else (None, 0)
             if n == len(tokens):
                 out[i] = self._encode_row(tokens, positions, (best, n))  # cached whole (or empty)
+            elif spare is not None and spare[i] and best is not None and n == len(tokens) - 1:
+                out[i] = self._spared(tokens, positions, best)
             else:
                 todo.append((i, tokens, positions, best, n))
         if len(todo) == 1:
@@ -276,6 +282,14 @@ class CausalLM(HFDiffusionModel):
         for i, j in same.items():
             out[i] = out[j]
         return out
+
+    def _spared(self, tokens: torch.Tensor, positions: torch.Tensor, best: int) -> _Row:
+        """A row of ``tokens`` whose cached row ``best`` holds all but the last: that row's keys,
+        values and states (views, nothing copied, nothing kept), one fewer than its tokens."""
+        row = self._rows[best]
+        self._rows.move_to_end(best)
+        n = len(tokens) - 1
+        return _Row(tokens, positions, [(k[:, :, :n], v[:, :, :n]) for k, v in row.kv], row.hidden[:n])
 
     def _run_contexts(self, todo: list[tuple[int, torch.Tensor, torch.Tensor, int | None, int]], out: list) -> None:
         """Run contexts ``todo`` ((index, tokens, positions, cached row, tokens it holds)) in one
@@ -330,8 +344,19 @@ class CausalLM(HFDiffusionModel):
         return _Row(none, none, [(e, e) for e in empty], torch.zeros((0, cfg.hidden_size), dtype=self.dtype, device=self.device))
 
     def _start(self, ctx: CausalBound, pos: torch.Tensor, valid: torch.Tensor) -> _State:
-        """Each row's context (what precedes its last slot) encoded, and room for its windows."""
-        rows = self._context_rows(ctx, pos, valid)
+        """Each row's context (what precedes its last slot) encoded, and room for its windows.
+
+        With an adapter, a row's last context token predicts its last hole's first slot, so the
+        first window call runs it again adapted (:meth:`_anchors`) and its pretrained keys, values
+        and state are never read in this fill: where a cached row holds all but that token (a
+        keystroke that changed only the token before the cursor), it is not run unadapted first
+        (:meth:`_encode_rows`' ``spare``), and the cache keeps the row without it, which the next
+        keystroke's context starts with as well."""
+        contexts = self._context_tokens(ctx, pos, valid)
+        spare = None
+        if self.adapter is not None:
+            spare = [len(p) > 0 and bool((valid[r] & (pos[r] == p[-1])).any()) for r, (_, p) in enumerate(contexts)]
+        rows = self._encode_rows(contexts, spare)
         st = self._room(pos, max(1, max(len(x.tokens) for x in rows)))
         for r, row in enumerate(rows):
             self._put_context(st, r, row)
@@ -411,10 +436,11 @@ class CausalLM(HFDiffusionModel):
                 dst[r, :, Lk + w :].zero_()
 
     def _put_context(self, st: _State, r: int, row: _Row) -> None:
-        """Row r of ``st``: the context ``row``, no window slot fed."""
-        L = len(row.tokens)
-        self._put_kv(st, r, [(k[0], v[0]) for k, v in row.kv], L)
-        st.key_pos[r, :L], st.key_ok[r, :L], st.ctx_hidden[r, :L] = row.positions, True, row.hidden
+        """Row r of ``st``: the context ``row``, no window slot fed (a spared row's last token's
+        keys, values and state zero, until its adapted run writes them)."""
+        L, n = len(row.tokens), len(row.hidden)
+        self._put_kv(st, r, [(k[0], v[0]) for k, v in row.kv], n)
+        st.key_pos[r, :L], st.key_ok[r, :L], st.ctx_hidden[r, :n] = row.positions, True, row.hidden
 
     def _gather(self, ctx: CausalBound, pos: torch.Tensor, valid: torch.Tensor) -> _State:
         """The state of a joined bound context (CausalBound.join): each part's rows copied from the
