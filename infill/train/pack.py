@@ -1,5 +1,5 @@
 """`infill corpus pack`: a corpus directory made to fit a size limit, for a machine it must travel
-to (the GPU recipe reads a corpus of at most 48 MiB: docs/training.md).
+to (the GPU recipes read a corpus of at most 48 MiB: README.md, training).
 
 The packed directory holds the same splits as xz-compressed JSONL (``train.jsonl.xz``,
 ``valid.jsonl.xz``; one document a line, as the source has them) and the source's manifest with

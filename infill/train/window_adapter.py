@@ -26,7 +26,10 @@ Runs in pieces (``--minutes``): the adapter lives in the model directory (``adap
 in bf16, config.json's ``adapter`` entry with what it was trained on and how fast), and each piece
 starts from it and writes it back atomically, its step count going on; the data of step k is drawn
 from Random(seed, k), so pieces see what one long run would. The optimizer's moments start afresh
-each piece (the checkpoint is weights only).
+each piece (the checkpoint is weights only). A piece runs where ``--device`` says (a GPU where there
+is one): the checkpoint is the same either way (9.4 MiB for the default model), and a packed corpus
+(``infill corpus pack``, xz) is read as a plain one, so a piece can travel to a GPU machine and back
+(README.md, the window adapter).
 """
 
 from __future__ import annotations
@@ -43,7 +46,9 @@ from pathlib import Path
 
 import torch
 
+from infill.args import device_name
 from infill.errors import InputError
+from infill.model.device import resolve_device
 from infill.model.hf import adapter as window_adapter
 from infill.model.hf.causal import _Appending
 from infill.model.hf.model import _Record, additive_mask
@@ -246,22 +251,23 @@ def evaluate(model, examples: list[Example], batch: int = 8) -> dict:
     return out
 
 
-def load_base(model_dir: Path, config: window_adapter.AdapterConfig, resume: bool, threads: int | None):
-    """The model's network dense in bf16 (int8 weights dequantized: gradients flow through them),
-    frozen, with a trainable adapter of ``config``: the directory's tensors where ``resume``, else a
-    fresh one (which changes nothing until trained)."""
+def load_base(model_dir: Path, config: window_adapter.AdapterConfig, resume: bool, threads: int | None,
+              device: torch.device = torch.device("cpu")):
+    """The model's network dense in bf16 on ``device`` (int8 weights dequantized: gradients flow
+    through them), frozen, with a trainable adapter of ``config`` (float32, on the same device): the
+    directory's tensors where ``resume``, else a fresh one (which changes nothing until trained)."""
     from infill.model import network
     from infill.model.hf import loader
 
     if threads:
         torch.set_num_threads(threads)
     data = network.read_config_json(model_dir)
-    model, tokenizer = loader.load(model_dir, data, torch.device("cpu"), torch.bfloat16, dense=True, adapter=False)
+    model, tokenizer = loader.load(model_dir, data, device, torch.bfloat16, dense=True, adapter=False)
     if not model.capabilities.left_to_right:
         raise InputError(f"{model_dir}: a window adapter is for a causal model")
     model.requires_grad_(False)
     layers = list(model.backbone.layers)
-    adapter = window_adapter.WindowAdapter(layers, config, torch.float32)
+    adapter = window_adapter.WindowAdapter(layers, config, torch.float32).to(device)
     if resume:
         from safetensors.torch import load_file
 
@@ -300,6 +306,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--valid-examples", type=int, default=96, help="held-out examples evaluated at the start and the end")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--device", type=device_name, default="auto", help="auto | cpu | cuda[:N]: where the network and "
+                   "the adapter train (default: a GPU where there is one)")
     p.add_argument("--rank", type=int, default=16, help="a fresh adapter's rank (an existing one keeps its own)")
     p.add_argument("--suffix-lines", type=int, default=24, help="a fresh adapter's lines further down (an existing one keeps its own)")
 
@@ -316,7 +324,8 @@ def main(args: argparse.Namespace) -> int:
         config = window_adapter.AdapterConfig.from_json(data["adapter"])
     else:  # a fresh adapter takes the recipe's shape
         config = window_adapter.AdapterConfig(rank=args.rank, alpha=2.0 * args.rank, suffix_lines=args.suffix_lines)
-    model, tokenizer = load_base(model_dir, config, resume, args.threads)
+    device = resolve_device(args.device)
+    model, tokenizer = load_base(model_dir, config, resume, args.threads, device)
     adapter = model.adapter
     trained = dict(config.trained)
     step0 = int(trained.get("steps", 0))
@@ -346,24 +355,26 @@ def main(args: argparse.Namespace) -> int:
             log.info("step %d: loss %.3f (last 25), %.2f examples/s", step, sum(recent[-25:]) / len(recent[-25:]),
                      examples / (time.time() - t0))
         if time.time() - last_save > args.save_every * 60:
-            save(model_dir, data, adapter, _facts(trained, step, examples, target_tokens, time.time() - t0, args, train))
+            save(model_dir, data, adapter, _facts(trained, step, examples, target_tokens, time.time() - t0, args, train, device))
             last_save = time.time()
     seconds = time.time() - t0
     after = evaluate(model, valid)
-    facts = _facts(trained, step, examples, target_tokens, seconds, args, train)
+    facts = _facts(trained, step, examples, target_tokens, seconds, args, train, device)
     facts["held_out_cross_entropy"] = {"examples": len(valid), "before_piece": before, "after_piece": after}
     save(model_dir, data, adapter, facts)
     log.info("step %d: held-out cross entropy %s (was %s); %.2f examples/s", step, after, before, examples / seconds)
     return 0
 
 
-def _facts(before: dict, step: int, examples: int, tokens: int, seconds: float, args, train: Batches) -> dict:
+def _facts(before: dict, step: int, examples: int, tokens: int, seconds: float, args, train: Batches,
+           device: torch.device) -> dict:
     """What config.json records of the adapter's training, the earlier pieces' totals carried on."""
     pieces = list(before.get("pieces", []))
     pieces.append({"steps": step - int(before.get("steps", 0)), "examples": examples, "target_tokens": tokens,
                    "seconds": round(seconds), "examples_per_s": round(examples / max(seconds, 1e-9), 3),
                    "target_tokens_per_s": round(tokens / max(seconds, 1e-9), 1), "batch": args.batch, "lr": args.lr,
                    "threads": torch.get_num_threads(), "machine": platform.processor() or platform.machine(),
+                   "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
                    "torch": torch.__version__})
     return {"steps": step, "examples": int(before.get("examples", 0)) + examples, "seed": args.seed,
             "corpus": str(args.corpus.name), "languages": train.languages, "recipe": "infill adapt (infill/train/window_adapter.py)",

@@ -260,10 +260,11 @@ def test_infill_adapt_trains_in_pieces_and_the_model_loads_with_it(hf_dirs, tmp_
     docs = [{"package": f"p{i}", "language": "python", "path": f"m{i}.py", "text": PY} for i in range(4)]
     c = corpus(tmp_path / "c", {"train": docs, "valid": docs[:1]})
     args = ["adapt", "--model", str(d), "--corpus", str(c), "--minutes", "0.02", "--valid-examples", "4", "--rank", "4",
-            "--suffix-lines", "5", "-q"]
+            "--suffix-lines", "5", "--device", "cpu", "-q"]
     assert main(args) == 0
     first = json.loads((d / "config.json").read_text())["adapter"]
     assert first["rank"] == 4 and first["suffix_lines"] == 5 and first["trained"]["steps"] > 0
+    assert first["trained"]["pieces"][0]["device"] == "cpu"
     assert (d / window_adapter.FILE).is_file()
     assert main(args) == 0  # the second piece goes on from the first
     second = json.loads((d / "config.json").read_text())["adapter"]["trained"]
@@ -271,3 +272,33 @@ def test_infill_adapt_trains_in_pieces_and_the_model_loads_with_it(hf_dirs, tmp_
     m, _ = load(d)
     assert m.adapter is not None and m.capabilities.suffix_lines == 5
     assert any(float(b.abs().max()) > 0 for b in m.adapter.B)  # trained: no longer the zero update
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="tests the error a machine without CUDA gives")
+def test_infill_adapt_on_a_gpu_it_does_not_have_is_one_clear_error(hf_dirs, tmp_path, capsys):
+    from infill.cli import main
+
+    d = tmp_path / "m"
+    shutil.copytree(hf_dirs("causal-llama"), d)
+    docs = [{"package": "p", "language": "python", "path": "m.py", "text": PY}]
+    c = corpus(tmp_path / "c", {"train": docs, "valid": docs})
+    before = (d / "config.json").read_text()
+    assert main(["adapt", "--model", str(d), "--corpus", str(c), "--minutes", "0.01", "--device", "cuda", "-q"]) != 0
+    assert "CUDA is not available" in capsys.readouterr().err
+    assert (d / "config.json").read_text() == before and not (d / window_adapter.FILE).exists()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_infill_adapt_trains_on_a_gpu_and_the_model_loads_on_the_cpu(hf_dirs, tmp_path):
+    from infill.cli import main
+
+    d = tmp_path / "m"
+    shutil.copytree(hf_dirs("causal-llama"), d)
+    docs = [{"package": f"p{i}", "language": "python", "path": f"m{i}.py", "text": PY} for i in range(4)]
+    c = corpus(tmp_path / "c", {"train": docs, "valid": docs[:1]})
+    assert main(["adapt", "--model", str(d), "--corpus", str(c), "--minutes", "0.02", "--valid-examples", "4",
+                 "--rank", "4", "--device", "cuda", "-q"]) == 0
+    trained = json.loads((d / "config.json").read_text())["adapter"]["trained"]
+    assert trained["steps"] > 0 and trained["pieces"][0]["device"] == torch.cuda.get_device_name(0)
+    m, _ = load(d)
+    assert m.adapter is not None and any(float(b.abs().max()) > 0 for b in m.adapter.B)

@@ -158,8 +158,8 @@ class WindowAdapter(nn.Module):
     def tensors(self, dtype: torch.dtype = torch.bfloat16) -> dict[str, torch.Tensor]:
         out = {}
         for (i, name), k in self.index.items():
-            out[f"layers.{i}.{name}.A"] = self.A[k].detach().to(dtype).contiguous()
-            out[f"layers.{i}.{name}.B"] = self.B[k].detach().to(dtype).contiguous()
+            out[f"layers.{i}.{name}.A"] = self.A[k].detach().to("cpu", dtype).contiguous()
+            out[f"layers.{i}.{name}.B"] = self.B[k].detach().to("cpu", dtype).contiguous()
         return out
 
     def load_tensors(self, tensors: dict[str, torch.Tensor], where: str) -> None:
