@@ -77,39 +77,3 @@ def test_a_parse_from_scratch_is_kept_for_the_same_bytes_and_never_edited():
     for i in range(KEPT_TREES):
         g.parse(b"x = %d\n" % i)
     assert g.parse(data) is not tree and str(g.parse(data).root_node) == str(tree.root_node)
-
-
-def test_a_typed_document_is_reparsed_from_the_last_when_that_gives_no_error(monkeypatch):
-    """A keystroke's document is reparsed incrementally from a kept parse of the one before it, and
-    that tree is kept where it has no error; one with an error is parsed from scratch. Either way
-    the tree is the one a parse from scratch gives."""
-    import tree_sitter
-
-    from infill.syntax import languages
-
-    g = languages.grammar("python")
-    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(200)).encode()
-    before = body + b"y = f1(2)\n"
-    g.parse(before)
-    incremental = []
-    real = g.parser
-
-    class Spy:
-        def __init__(self, parser):
-            self.parser = parser
-
-        def parse(self, data, old_tree=None):
-            incremental.append(old_tree is not None)
-            return self.parser.parse(data) if old_tree is None else self.parser.parse(data, old_tree=old_tree)
-
-    monkeypatch.setattr(g, "parser", lambda: Spy(real()))
-    fresh = tree_sitter.Parser(g.language)
-    typed = body + b"y = f1(23)\n"
-    assert str(g.parse(typed).root_node) == str(fresh.parse(typed).root_node)
-    assert incremental == [True]  # reused: no error
-    broken = body + b"y = f1(23\n"
-    tree = g.parse(broken)
-    assert tree.root_node.has_error and str(tree.root_node) == str(fresh.parse(broken).root_node)
-    assert incremental == [True, True, False]  # tried from the last, then from scratch
-    incremental.clear()
-    assert g.parse(b"z = 1\n") is not None and incremental == [False]  # nothing kept like it: from scratch

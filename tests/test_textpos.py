@@ -6,7 +6,6 @@ from infill.text.textpos import (
     blank_around,
     byte_to_point,
     byte_to_str,
-    changed_span,
     indent_width,
     lsp_to_str,
     point_to_byte,
@@ -87,21 +86,3 @@ def test_blank_around_widens_over_whitespace_and_line_breaks_only():
     assert blank_around(data, s, e) == (data.index(b"{") + 1, data.index(b"y"))
     assert blank_around(b"ab", 1, 1) == (1, 1)
     assert blank_around(b"  ", 1, 1) == (0, 2)
-
-
-def test_changed_span_is_the_one_edit_between_two_texts():
-    import random
-
-    rng = random.Random(0)
-    for _ in range(3000):
-        old = bytes(rng.choice(b"ab\n") for _ in range(rng.randrange(12)))
-        i = rng.randrange(len(old) + 1)
-        j = rng.randrange(i, len(old) + 1)
-        new = old[:i] + bytes(rng.choice(b"ab\n") for _ in range(rng.randrange(4))) + old[j:]
-        start, old_end, new_end = changed_span(old, new)
-        assert old[:start] + new[start:new_end] + old[old_end:] == new
-        assert start <= old_end and start <= new_end and len(old) - old_end == len(new) - new_end
-        assert start == min(len(old), len(new)) or old[start] != new[start]  # the longest prefix
-        assert start in (old_end, new_end) or old[old_end - 1] != new[new_end - 1]  # then the longest suffix
-    assert changed_span(b"x = 1\n", b"x = 12\n") == (5, 5, 6)
-    assert changed_span(b"same", b"same") == (4, 4, 4)

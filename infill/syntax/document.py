@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from infill.syntax.hooks import hooks_for
-from infill.syntax.languages import CLOSED_CHAR, Grammar, LanguageSpec, edit, grammar as lookup_grammar
-from infill.text.textpos import blank_around, byte_to_str, indent_width, line_end, line_start, str_to_byte
+from infill.syntax.languages import CLOSED_CHAR, Grammar, LanguageSpec, grammar as lookup_grammar
+from infill.text.textpos import blank_around, byte_to_point, byte_to_str, indent_width, line_end, line_start, str_to_byte
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,17 @@ class Document:
         data, spans = self.apply(fills)
         tree = self.local_tree.copy()
         for (s, e), f in reversed(list(zip(self.local_spans, fills))):  # last first: earlier offsets hold
-            edit(tree, self.local, s, e, f)
+            row, col = byte_to_point(self.local, s)
+            nl = f.count(b"\n")
+            new_end = (row + nl, (len(f) - f.rfind(b"\n") - 1) if nl else col + len(f))
+            tree.edit(
+                start_byte=s,
+                old_end_byte=e,
+                new_end_byte=s + len(f),
+                start_point=(row, col),
+                old_end_point=byte_to_point(self.local, e),
+                new_end_point=new_end,
+            )
         return self.grammar.parse(data, old_tree=tree), data, spans
 
     def new_errors(self, fills: list[bytes]) -> tuple[list[ErrorSpan], list[tuple[int, int]]]:

@@ -23,14 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import infill.grammars as grammars_package
-from infill.text.textpos import byte_to_point, changed_span
 
 log = logging.getLogger(__name__)
 
 GRAMMARS_DIR = Path(grammars_package.__file__).parent
 QUERY_NAMES = ("boundaries", "strings", "brackets")
 KEPT_TREES = 8  # whole parses kept per grammar (Grammar.parse)
-REUSED_SHARE = 0.5  # a kept parse is reparsed from when it shares at least this share of the new bytes
 
 _warned: set[str] = set()
 _lock = threading.Lock()
@@ -84,16 +82,6 @@ class LanguageSpec:
         )
 
 
-def edit(tree, data: bytes, start: int, end: int, text: bytes) -> None:
-    """Tell ``tree``, a tree of ``data`` (edited in place: pass a copy), that ``data[start:end]``
-    became ``text``, so that a parse of the new bytes from it is incremental."""
-    row, col = byte_to_point(data, start)
-    lines = text.count(b"\n")
-    new_end = (row + lines, len(text) - text.rfind(b"\n") - 1) if lines else (row, col + len(text))
-    tree.edit(start_byte=start, old_end_byte=end, new_end_byte=start + len(text), start_point=(row, col),
-              old_end_point=byte_to_point(data, end), new_end_point=new_end)
-
-
 @dataclass
 class Grammar:
     """A language with its tree-sitter objects, loaded on first use (thread-safe)."""
@@ -129,13 +117,11 @@ class Grammar:
         return p
 
     def parse(self, data: bytes, old_tree=None):
-        """The tree of ``data``, the same as a parse from scratch. The last few are kept
-        (:data:`KEPT_TREES`): a request judges one document several times over (its constraint, its
-        retry, the check that an empty fill parses), and each would reparse a large file whole; and
-        a document typed into since one of them is reparsed incrementally from it
-        (:meth:`_reparse`), where that gives a tree with no error. A tree is never edited in place
-        (Document.parse edits a copy), so sharing one is safe. A parse from an edited ``old_tree``
-        (the caller's) is incremental, never kept."""
+        """The tree of ``data``. A parse from scratch is the same for the same bytes, so the last
+        few are kept (:data:`KEPT_TREES`): a request judges one document several times over (its
+        constraint, its retry, the check that an empty fill parses), and each would reparse a large
+        file whole. A tree is never edited in place (Document.parse edits a copy), so sharing one
+        is safe. A parse from an edited ``old_tree`` is incremental, never kept."""
         if old_tree is not None:
             return self.parser().parse(data, old_tree=old_tree)
         with self._trees_lock:
@@ -143,37 +129,12 @@ class Grammar:
             if tree is not None:
                 self._trees.move_to_end(data)
                 return tree
-            kept = list(self._trees.items())
-        tree = self._reparse(data, kept)
-        if tree is None:
-            tree = self.parser().parse(data)
+        tree = self.parser().parse(data)
         with self._trees_lock:
             self._trees[data] = tree
             while len(self._trees) > KEPT_TREES:
                 self._trees.popitem(last=False)
         return tree
-
-    def _reparse(self, data: bytes, kept: list[tuple[bytes, object]]):
-        """The tree of ``data`` parsed incrementally from the kept parse that shares the most bytes
-        with it (at least :data:`REUSED_SHARE` of them: a keystroke's document and the one before),
-        where the result has no error; else None. Tree-sitter's error recovery may reuse an old
-        tree's nodes otherwise than a parse from scratch would (measured on typed lines: 0 of about
-        13,000 error-free trees differed, 23 with errors did, all in C, C++ and Java), so a tree
-        with an error is parsed again from scratch: the result never depends on what was parsed
-        before."""
-        best = None
-        for old, tree in kept:
-            start, old_end, new_end = changed_span(old, data)
-            shared = start + len(data) - new_end
-            if shared >= REUSED_SHARE * len(data) and (best is None or shared > best[0]):
-                best = (shared, old, tree, start, old_end, new_end)
-        if best is None:
-            return None
-        _, old, tree, start, old_end, new_end = best
-        edited = tree.copy()
-        edit(edited, old, start, old_end, data[start:new_end])
-        tree = self.parser().parse(data, old_tree=edited)
-        return None if tree.root_node.has_error else tree
 
     def query(self, name: str):
         """The compiled ``tree_sitter.Query`` of ``grammars/<queries>/<name>.scm``."""

@@ -46,24 +46,6 @@ def byte_to_point(data: bytes, byte: int) -> tuple[int, int]:
     return row, byte - (data.rfind(b"\n", 0, byte) + 1)
 
 
-def changed_span(old: bytes, new: bytes) -> tuple[int, int, int]:
-    """``(start, old_end, new_end)``: ``old[start:old_end]`` replaced by ``new[start:new_end]`` turns
-    ``old`` into ``new``, with the longest common prefix and then the longest common suffix of what
-    is left kept out (binary searches over memoryview slices: no copies, memcmp-fast)."""
-    a, b = memoryview(old), memoryview(new)
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:  # a[:lo] == b[:lo] holds
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if a[lo:mid] == b[lo:mid] else (lo, mid - 1)
-    start = lo
-    lo, hi = 0, min(len(a), len(b)) - start
-    while lo < hi:  # the last lo bytes are equal
-        mid = (lo + hi + 1) // 2
-        same = a[len(a) - mid : len(a) - lo] == b[len(b) - mid : len(b) - lo]
-        lo, hi = (mid, hi) if same else (lo, mid - 1)
-    return start, len(a) - lo, len(b) - lo
-
-
 def point_to_byte(data: bytes, point: tuple[int, int]) -> int:
     """Byte offset of tree-sitter point ``(row, byte column)``; a column past the row's end clamps."""
     row, column = point
