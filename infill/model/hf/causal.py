@@ -238,9 +238,7 @@ class CausalLM(HFDiffusionModel):
             return self._empty_row()
         best, n = found if found is not None else self._lookup(tokens, positions)
         if best is not None and n == len(tokens):
-            row = self._rows[best]
-            self._rows.move_to_end(best)
-            return _Row(tokens, positions, [(k[:, :, :n], v[:, :, :n]) for k, v in row.kv], row.hidden[:n])
+            return self._cached(tokens, positions, best, n)
         row = self._rows[best] if best is not None else self._empty_row()
         past, past_h = [(k[:, :, :n], v[:, :, :n]) for k, v in row.kv], row.hidden[:n]
         cache = _Appending(past)
@@ -257,8 +255,8 @@ class CausalLM(HFDiffusionModel):
         """Each context's states, as :meth:`_encode_row` makes them, the tokens that no cached row
         holds run for all contexts in one model call (a context that repeats an earlier one is
         taken from it: a request's candidate rows). A context that ``spare`` marks, of which a
-        cached row holds all but the last token, is not run: its row has that token's place left
-        empty (:meth:`_spared`), for the adapter's run of it (:meth:`_start`)."""
+        cached row holds all but the last token, is not run: its row holds the cached tokens' states
+        alone (:meth:`_cached`), that token's place left for the adapter's run of it (:meth:`_start`)."""
         out: list[_Row | None] = [None] * len(contexts)
         todo: list[tuple[int, torch.Tensor, torch.Tensor, int | None, int]] = []
         same: dict[int, int] = {}  # a context -> the earlier one it repeats
@@ -271,7 +269,7 @@ class CausalLM(HFDiffusionModel):
             if n == len(tokens):
                 out[i] = self._encode_row(tokens, positions, (best, n))  # cached whole (or empty)
             elif spare is not None and spare[i] and best is not None and n == len(tokens) - 1:
-                out[i] = self._spared(tokens, positions, best)
+                out[i] = self._cached(tokens, positions, best, n)
             else:
                 todo.append((i, tokens, positions, best, n))
         if len(todo) == 1:
@@ -283,12 +281,12 @@ class CausalLM(HFDiffusionModel):
             out[i] = out[j]
         return out
 
-    def _spared(self, tokens: torch.Tensor, positions: torch.Tensor, best: int) -> _Row:
-        """A row of ``tokens`` whose cached row ``best`` holds all but the last: that row's keys,
-        values and states (views, nothing copied, nothing kept), one fewer than its tokens."""
+    def _cached(self, tokens: torch.Tensor, positions: torch.Tensor, best: int, n: int) -> _Row:
+        """A row of ``tokens`` from cached row ``best``, which holds their first ``n``: its keys,
+        values and states of those (views, nothing copied, nothing kept; fewer than the tokens
+        where ``n`` is), the row marked as the latest used."""
         row = self._rows[best]
         self._rows.move_to_end(best)
-        n = len(tokens) - 1
         return _Row(tokens, positions, [(k[:, :, :n], v[:, :, :n]) for k, v in row.kv], row.hidden[:n])
 
     def _run_contexts(self, todo: list[tuple[int, torch.Tensor, torch.Tensor, int | None, int]], out: list) -> None:
