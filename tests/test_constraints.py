@@ -15,7 +15,7 @@ from infill.protocol import FillRequest, Hole, SamplingOptions
 from infill.decode.sampler import Schedule, Windows, denoise
 from infill.lang.python.shape import shape_of, strict_shape
 from infill.syntax.steering import Lexer
-from infill.lang.python.blocks import levels_with, offside_end
+from infill.lang.python.blocks import levels_with, method_region, offside_end, offside_method_region
 from infill.syntax.document import Document, error_spans, hole_context, open_string, truncate_completion
 
 
@@ -846,6 +846,43 @@ def test_a_methods_region_runs_to_the_next_line_indented_no_deeper_than_its_head
     assert offside_end(data, at, 4) == data.index(b"    def n")
     assert offside_end(data, at, 8) == data.index(b"        except")
     assert offside_end(b"    def m():\n        pass\n", 26, 4) == 26
+
+
+# A class whose method lost the 'try:' before its 'finally': tree-sitter makes one ERROR of the file.
+ORPHAN = ("import os\n\n\nclass C:\n    def a(self):\n        return 1\n\n    @staticmethod\n    def b(\n        y,\n    ) -> None:\n"
+          '        """Doc.\n\nAt the margin.\n        """\n        for x in y:\n            self.a|\n            finally:\n'
+          "                pass\n        return 2\n\n    def c(self):\n        pass\n\n\ndef f():\n    return 3\n")
+
+
+def test_where_the_tree_is_one_error_a_hole_in_a_method_is_judged_in_that_method_by_its_lines():
+    g = grammar("python")
+    at = ORPHAN.index("|")
+    text = ORPHAN.replace("|", "")
+    root = g.parse(text.encode()).root_node
+    assert [c.type for c in root.children] == ["ERROR"] and method_region(root, text.encode(), [(at, at)]) is None
+    d = Document(g, text, [(at, at)])
+    # b with its decorator and its multi-line header, past the docstring's line at the margin, to c
+    assert d.head == b"if 1:\n" and d.local.startswith(b"if 1:\n    @staticmethod\n    def b(") and d.local.endswith(b"return 2\n\n")
+    assert d.valid([b"\n            try:\n                x = 1"]) and not d.valid([b"x"])  # only a 'try:' mends it
+    assert not d.valid([b"\n            try:\n                x = (1"])
+    # At the class's own level, on a blank line's margin, or in a top-level function: as before (the whole file).
+    for where in ("    def c", "\n\n    def c", "return 3"):
+        pos = text.index(where) + (1 if where.startswith("\n") else 0)
+        assert offside_method_region(root, text.encode(), [(pos, pos)]) is None
+
+
+def test_where_the_tree_tells_a_method_the_lines_tell_the_same():
+    g = grammar("python")
+    decorated = "    @pytest.mark.parametrize(\n        'x',\n        [1, 2],\n    )\n    @other\n    def d(self, x):\n        return x\n"
+    for text in (CLASS, ORPHAN.replace("finally:", "except E:").replace("self.a|", "try:\n                self.a")
+                 .replace("    def c(self):\n", decorated + "\n    def c(self):\n")):
+        data = text.encode()
+        root = g.parse(data).root_node
+        assert not root.has_error
+        for at in range(len(data)):
+            tree, lines = method_region(root, data, [(at, at)]), offside_method_region(root, data, [(at, at)])
+            if lines is not None:  # the lines may tell less (a blank line's margin), never another method
+                assert tree is not None and data[tree[0] : tree[1]].rstrip() == data[lines[0] : lines[1]].rstrip(), at
 
 
 def test_region_judging_works_for_braced_languages():

@@ -39,6 +39,22 @@ def test_a_region_already_broken_away_from_the_holes_is_not_judged_strictly():
     assert d.valid([b"x = 1"])
 
 
+def test_an_error_the_holes_error_hid_is_the_documents_not_the_fills():
+    # A half-typed string at the hole is the first compile error; the call left open below is the
+    # document's, and shows only once a fill closes the string.
+    doc = "def f(self):\n    names = [\n        'a',\n        'de|\n        'c',\n    ]\n    return foo(\n"
+    at = doc.index("|")
+    d = Document(grammar("python"), doc.replace("|", ""), [(at, at)])
+    assert d.strict.enabled and d.strict.error(b"") is None
+    assert d.valid([b"st',"]) and not d.valid([b"st']"]) and not d.valid([b"st', x)"])
+    filled = doc.replace("|", "st',").encode()
+    hole = doc.index("|")
+    assert d.strict.error(filled) is not None  # without the fills' spans: every error counts
+    assert d.strict.error(filled, [(hole, hole + 4)]) is None
+    # An error the region does not have with the hole's line out is the fill's, wherever it shows.
+    assert not d.valid([b"st',\n        )"])
+
+
 @pytest.mark.parametrize(
     "fill, ok",
     [

@@ -272,7 +272,7 @@ class Document:
             # ends inside that declaration): an error only at the region's end is judged whole.
             return self.whole().errors(fills)
         if not new and self.strict is not None:
-            err = self.strict.error(data)
+            err = self.strict.error(data, spans)
             if err is not None:
                 new.append(ErrorSpan(err.start, err.end, err.message))
         return new, spans, not new and not every

@@ -61,9 +61,9 @@ class Shape:
 class CompileCheck(Protocol):
     """A language's compiler as a second judge of a filled region (see :meth:`LanguageHooks.strict_check`)."""
 
-    def error(self, filled: bytes) -> Any:
+    def error(self, filled: bytes, fills: list[tuple[int, int]] | None = None) -> Any:
         """The first error of the filled region (with ``start``, ``end``: bytes in it, and
-        ``message``), or None."""
+        ``message``) that is the fills' (``fills``: their byte spans in it), or None."""
 
 
 class LineRules(Protocol):

@@ -2,13 +2,16 @@
 levels and seam at a hole.
 
 - :func:`method_region`: the method (or class) of a top-level class that holds the holes, which
-  parses on its own after ``if 1:`` (``PythonHooks.nested_region``);
+  parses on its own after ``if 1:`` (``PythonHooks.nested_region``); where the tree is one ERROR
+  around the holes, :func:`offside_method_region` reads the same from the lines' indentation;
 - :func:`region_end`: the top-level region's end past the lines its layout makes its own
   (``PythonHooks.region_end``);
 - :func:`hole_context`: Python's part of a hole's context (:class:`OffsideContext`): the
   indentation levels open at it, the logical line before it, the seam with the text after it.
 
-Everything in UTF-8 bytes, as infill/syntax/document.py. It does not steer or sample.
+Everything in UTF-8 bytes, as infill/syntax/document.py. It does not steer or sample. Reading
+the lines never names a region the tree would not (tests/test_constraints.py checks them against
+each other where the tree can tell); it may name none where the tree would.
 """
 
 from __future__ import annotations
@@ -83,12 +86,101 @@ def offside_end(data: bytes, at: int, indent: int) -> int:
 
 
 def nested_region(root, data: bytes, spans: list[tuple[int, int]]) -> tuple[int, int, bytes] | None:
-    """:func:`method_region` with the header line after which its lines parse on their own."""
+    """:func:`method_region` (:func:`offside_method_region` where the tree cannot tell) with the
+    header line after which its lines parse on their own."""
     method = method_region(root, data, spans)
+    if method is None and _in_error(root, spans):
+        method = offside_method_region(root, data, spans)
     if method is None:
         return None
     start, end = method
     return start, end, b"if 1:\r\n" if data[:end].endswith(b"\r\n") else b"if 1:\n"
+
+
+def _in_error(root, spans: list[tuple[int, int]]) -> bool:
+    """Whether the top-level node that holds the holes is an ERROR."""
+    lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
+    node = next((c for c in root.children if c.start_byte <= lo and hi <= c.end_byte), None)
+    return node is not None and node.is_error
+
+
+def _first_code(data: bytes, at: int) -> int:
+    """The first byte of the line starting at ``at`` after its indentation."""
+    end = line_end(data, at)
+    return end - len(data[at:end].lstrip(b" \t"))
+
+
+def _continues(root, data: bytes, at: int) -> bool:
+    """Whether the line starting at ``at`` goes on with the line before, whatever its indentation:
+    it starts by closing a bracket (a multi-line header's ``) -> None:``) or inside a string (by the
+    tree: strings are lexed within an ERROR too)."""
+    first = _first_code(data, at)
+    if data[first : first + 1] in (b")", b"]", b"}"):
+        return True
+    node = root.descendant_for_byte_range(first, first + 1)
+    while node is not None and node.type not in ("string", "string_content", "concatenated_string"):
+        node = node.parent
+    return node is not None
+
+
+def _decorated_from(root, data: bytes, at: int, indent: int) -> int:
+    """The first line of the decorators of the definition whose line starts at ``at`` (``at``
+    where it has none): the lines above it at its indentation that start with ``@``, over the
+    lines of their brackets between them."""
+    start = k = at
+    while k > 0:
+        k = line_start(data, k - 1)
+        first = _first_code(data, k)
+        if first - k == indent and data.startswith(b"@", first):
+            start = k
+        elif not data[first : line_end(data, k)].strip() or (first - k <= indent and not _continues(root, data, k)):
+            break
+    return start
+
+
+def offside_method_region(root, data: bytes, spans: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """:func:`method_region` read from the lines' indentation, for a document whose tree cannot
+    tell (the top-level node around the holes is an ERROR: a cut ``try:`` whose ``except`` stays
+    below makes one of most of a file, which every judged fill would reparse and compile whole).
+
+    The lines that hold the holes are those before them each indented less than the one after,
+    skipping blank and comment lines and lines that go on with the one before (:func:`_continues`).
+    The outermost must be a top-level ``class``; the region is the innermost definition reached
+    through classes only (with its decorators), to the next line indented no deeper than it that
+    does not go on with the one before. None where there is none (a hole on a blank line's margin,
+    or on a definition's own first line). The caller checks that the region parses as one block
+    (``if 1:`` before it).
+    """
+    lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
+    row = line_start(data, lo)
+    limit = _first_code(data, row) - row if data[row : line_end(data, row)].strip() else lo - row  # the holes' line's indentation
+    chain = []  # (line start, indent, code) of the lines that hold the holes, innermost first
+    at = row
+    while at > 0 and limit > 0:
+        at = line_start(data, at - 1)
+        first = _first_code(data, at)
+        code, indent = data[first : line_end(data, at)], first - at
+        if indent >= limit or not code.strip() or code.startswith(b"#") or _continues(root, data, at):
+            continue
+        chain.append((at, indent, code))
+        limit = indent
+    chain.reverse()
+    if not chain or chain[0][1] or not re.match(rb"class\b", chain[0][2]):
+        return None
+    found = None
+    for at, indent, code in chain[1:]:
+        if not _DEFINITION.match(code) or code.startswith(b"@"):  # not a definition, or in a decorator's brackets
+            break
+        start = _decorated_from(root, data, at, indent)
+        end = offside_end(data, line_end(data, at), indent)
+        while end < len(data) and _continues(root, data, end):
+            end = offside_end(data, line_end(data, end), indent)
+        if end < hi:
+            break
+        found = start, end
+        if not re.match(rb"class\b", code):
+            break
+    return found
 
 
 def _row_indent(data: bytes, node) -> int:

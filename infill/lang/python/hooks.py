@@ -4,8 +4,9 @@
   (infill/lang/python/offside.py), fed by Python's part of a hole's context (infill/lang/python/blocks.py);
 - shapes and scaffolds: stand-in fills (infill/lang/python/shape.py), nested headers filled as
   holes of their own (infill/lang/python/scaffold.py);
-- judging: a fill in a method of a class is judged in that method (``nested_region``), and
-  CPython's compiler judges too (infill/lang/python/pycompile.py).
+- judging: a fill in a method of a class is judged in that method (``nested_region``; found by
+  the offside rule where the tree is one ERROR around it), and CPython's compiler judges too
+  (infill/lang/python/pycompile.py).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ millisecond even in a large file) and reports the first SyntaxError as a byte sp
 Like tree-sitter errors, compile errors are judged against the original: a region that already
 fails to compile somewhere away from the holes cannot tell new errors from old, so the strict
 check is off for that document. An error at a hole (a deleted line that left an indented body
-behind, say) is the fill's business. ``compile`` never executes code; its warnings are silenced.
+behind, say) is the fill's business; one that it hid (the region has it at the same place with the
+holes' lines taken out) is not, though a fill that mends the hole's brings it to light. ``compile`` never executes code; its warnings are silenced.
 
 :func:`line_broken` is the same judge for one logical line while it is being written, for the
 steering lexer (infill/syntax/steering.py): a line the model is writing token by token is cut off
@@ -86,31 +87,78 @@ class StrictCheck:
     def __init__(self, data: bytes, spans: list[tuple[int, int]]):
         self.spans = spans
         self.enabled = True
+        self._data = data
+        self._hidden: tuple[bytes, CompileError | None] | None = None  # :meth:`_lines_out`'s
         base = first_error(data)
-        if base is not None and not self._at_hole(data, base):
+        if base is not None and not _at_hole(data, base, spans):
             self.enabled = False  # already broken elsewhere: no way to tell new errors from old
 
-    def _at_hole(self, data: bytes, err: CompileError) -> bool:
-        """Does the baseline error sit on a line from a hole's first to the first non-blank line
-        after its end, or between the hole and the last significant character before it
-        (``expected an indented block`` after a header whose body is the hole: CPython places it
-        at the header's line break, or, where blank lines follow the hole, at the next
-        statement), or is it a bracket before the hole that is never closed?"""
-        if "was never closed" in err.message and any(err.start <= a for a, _ in self.spans):
-            return True  # a bracket open at a hole: the fill may close it
-        if err.message.startswith(("IndentationError", "TabError")) and any(_left_behind(data, a, b, err.start) for a, b in self.spans):
-            return True  # a body the hole's cut left behind, whose dedent CPython finds some lines on
-        for a, b in self.spans:
-            lo, blank_end = blank_around(data, a, b)
-            lo = min(line_start(data, a), lo)
-            hi = line_end(data, max(line_end(data, b), blank_end))
-            if err.start <= hi and lo <= err.end:
-                return True
-        return False
+    def error(self, filled: bytes, fills: list[tuple[int, int]] | None = None) -> CompileError | None:
+        """The first compile error of the filled region, if any (None also when not enabled).
+        ``fills``: the fills' byte spans in ``filled``; an error on none of their lines that the
+        region also has at the same place with the holes' lines taken out is the document's, not
+        theirs: an error at a hole hides the errors after it (a half-typed string, and further down
+        a call the cut left open), which a fill that mends it brings to light."""
+        err = first_error(filled) if self.enabled else None
+        if err is None or fills is None or len(fills) != len(self.spans):
+            return err
+        rest, hidden = self._lines_out()
+        taken = _lines_of(filled, fills)
+        if hidden is None or any(a <= err.start < b for a, b in taken) or _without(filled, taken) != rest:
+            return err
+        shift = sum(b - a for a, b in taken if b <= err.start)
+        return None if (err.start - shift, err.end - shift, err.message) == (hidden.start, hidden.end, hidden.message) else err
 
-    def error(self, filled: bytes) -> CompileError | None:
-        """The first compile error of the filled region, if any (None also when not enabled)."""
-        return first_error(filled) if self.enabled else None
+    def _lines_out(self) -> tuple[bytes, CompileError | None]:
+        """The region with its holes' lines taken out, and its first compile error where that is
+        away from where they were (one right there is theirs: a body their header left behind)."""
+        if self._hidden is None:
+            taken = _lines_of(self._data, self.spans)
+            rest = _without(self._data, taken)
+            err = first_error(rest)
+            points = [a - sum(d - c for c, d in taken[:k]) for k, (a, _) in enumerate(taken)]
+            self._hidden = rest, None if err is None or _at_hole(rest, err, [(p, p) for p in points]) else err
+        return self._hidden
+
+
+def _lines_of(data: bytes, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The whole lines (line breaks included) that ``spans`` are on, merged, in order."""
+    lines: list[tuple[int, int]] = []
+    for a, b in spans:
+        a, b = line_start(data, a), line_end(data, b)
+        if lines and a <= lines[-1][1]:
+            lines[-1] = (lines[-1][0], max(b, lines[-1][1]))
+        else:
+            lines.append((a, b))
+    return lines
+
+
+def _without(data: bytes, ranges: list[tuple[int, int]]) -> bytes:
+    """``data`` without the (ordered, disjoint) byte ``ranges``."""
+    parts, at = [], 0
+    for a, b in ranges:
+        parts.append(data[at:a])
+        at = b
+    return b"".join(parts) + data[at:]
+
+
+def _at_hole(data: bytes, err: CompileError, spans: list[tuple[int, int]]) -> bool:
+    """Does the baseline error sit on a line from a hole's first to the first non-blank line
+    after its end, or between the hole and the last significant character before it
+    (``expected an indented block`` after a header whose body is the hole: CPython places it
+    at the header's line break, or, where blank lines follow the hole, at the next
+    statement), or is it a bracket before the hole that is never closed?"""
+    if "was never closed" in err.message and any(err.start <= a for a, _ in spans):
+        return True  # a bracket open at a hole: the fill may close it
+    if err.message.startswith(("IndentationError", "TabError")) and any(_left_behind(data, a, b, err.start) for a, b in spans):
+        return True  # a body the hole's cut left behind, whose dedent CPython finds some lines on
+    for a, b in spans:
+        lo, blank_end = blank_around(data, a, b)
+        lo = min(line_start(data, a), lo)
+        hi = line_end(data, max(line_end(data, b), blank_end))
+        if err.start <= hi and lo <= err.end:
+            return True
+    return False
 
 
 def _left_behind(data: bytes, start: int, end: int, at: int) -> bool:
