@@ -10,7 +10,8 @@ Like tree-sitter errors, compile errors are judged against the original: a regio
 fails to compile somewhere away from the holes cannot tell new errors from old, so the strict
 check is off for that document. An error at a hole (a deleted line that left an indented body
 behind, say) is the fill's business; one that it hid (the region has it at the same place with the
-holes' lines taken out) is not, though a fill that mends the hole's brings it to light. ``compile`` never executes code; its warnings are silenced.
+holes' lines taken out) is not, though a fill that mends the hole's brings it to light. ``compile``
+never executes code; its warnings are silenced.
 
 :func:`line_broken` is the same judge for one logical line while it is being written, for the
 steering lexer (infill/syntax/steering.py): a line the model is writing token by token is cut off
