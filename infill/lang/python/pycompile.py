@@ -90,8 +90,8 @@ class StrictCheck:
         self.enabled = True
         self._data = data
         self._hidden: tuple[bytes, CompileError | None] | None = None  # :meth:`_lines_out`'s
-        base = first_error(data)
-        if base is not None and not _at_hole(data, base, spans):
+        self._base = first_error(data)
+        if self._base is not None and not _at_hole(data, self._base, spans):
             self.enabled = False  # already broken elsewhere: no way to tell new errors from old
 
     def error(self, filled: bytes, fills: list[tuple[int, int]] | None = None) -> CompileError | None:
@@ -99,13 +99,16 @@ class StrictCheck:
         ``fills``: the fills' byte spans in ``filled``; an error on none of their lines that the
         region also has at the same place with the holes' lines taken out is the document's, not
         theirs: an error at a hole hides the errors after it (a half-typed string, and further down
-        a call the cut left open), which a fill that mends it brings to light."""
+        a call the cut left open), which a fill that mends it brings to light. Only where the region
+        has an error (at a hole) to hide one: taking out a line that compiled can break what is left."""
         err = first_error(filled) if self.enabled else None
-        if err is None or fills is None or len(fills) != len(self.spans):
+        if err is None or fills is None or self._base is None or len(fills) != len(self.spans):
             return err
         rest, hidden = self._lines_out()
+        if hidden is None:
+            return err
         taken = _lines_of(filled, fills)
-        if hidden is None or any(a <= err.start < b for a, b in taken) or _without(filled, taken) != rest:
+        if any(a <= err.start < b for a, b in taken) or _without(filled, taken) != rest:
             return err
         shift = sum(b - a for a, b in taken if b <= err.start)
         return None if (err.start - shift, err.end - shift, err.message) == (hidden.start, hidden.end, hidden.message) else err
