@@ -530,6 +530,19 @@ def test_a_struct_whose_opening_line_was_cut_is_opened_again_as_the_documents_ow
     assert is_clean("go", text, [(at, at)], [fill.text])
 
 
+def test_a_keyword_cut_inside_its_second_token_is_written_again_whole(default_engine, one_torch_thread):
+    """``els|e:`` is `` el`` + ``s`` to the tokenizer: taking back ``s`` alone left the context
+    ending in `` el``, which the model went on as a name (``els = pool``); the word's tokens are
+    taken back together, and the fill writes `` else`` as one token."""
+    text = ("def pick(r, n):\n    if r is None:\n        r = n\n    elif r < 0:\n        raise ValueError\n"
+            "    els\n        c = r * n\n    return c\n")
+    at = text.index("els\n") + 3
+    assert [default_engine.tokenizer.decode([t]) for t in default_engine.tokenizer.encode(text[:at])[-2:]] == [" el", "s"]
+    fill = default_engine.fill(FillRequest(text=text, holes=[Hole(at, at)], language="python",
+                                           options=SamplingOptions(candidates=1))).fills[0]
+    assert fill.text == "e:" and fill.valid, fill
+
+
 def test_a_causal_models_fill_inside_brackets_is_scored_by_the_text_after_it_going_on(default_engine, one_torch_thread):
     """The default model is causal: its end-of-text token is never its word on where a fill
     inside brackets ends (it gives it about -20 there). The fill's end is scored as the model's

@@ -33,3 +33,15 @@ def test_healing_takes_back_whitespace_and_a_word_or_operator_cut_at_the_hole():
     assert not healing.heals(b"_negativ", "e")  # the word goes on after the hole: not cut
     assert healing.heals(b":") and not healing.heals(b":", ":")
     assert not healing.heals(b"(") and not healing.heals(b"") and not healing.heals(b" (x")
+
+
+def test_healing_takes_a_word_split_over_tokens_back_as_far_as_some_token_starts_with_it():
+    vocab = sorted((b, i) for i, b in enumerate([b" el", b"s", b" else", b" elsewhere", b"\n   ", b"::", b" x", b"_", b"neg"]))
+    starts = lambda head: healing.starts_some(vocab, head)  # noqa: E731
+    assert healing.heal_count([b"\n   ", b" el", b"s"], "\n", starts) == 2  # " els": " else" starts with it
+    assert healing.heal_count([b"\n   ", b" el", b"s"], "e", starts) == 0  # the word goes on after the hole
+    assert healing.heal_count([b" x", b"_", b"neg"], "\n", starts) == 1  # no token starts with "_neg"
+    assert healing.heal_count([b"\n   ", b" "], "", starts) == 1  # whitespace: its own token only
+    assert healing.heal_count([b" x", b"=", b"="], "", lambda head: True) == 1  # an operator: its last token only
+    assert healing.heal_count([b"a", b"b", b"c", b"d", b"e", b"f"], "", lambda head: True) == healing.MOST
+    assert not healing.starts_some(vocab, b" elz") and healing.starts_some(vocab, b" elsew")

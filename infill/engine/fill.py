@@ -108,7 +108,7 @@ class _Prepared:
     indents: list[str] = field(default_factory=list)  # indentation moved from the prefix into each hole
     shape: Shape = field(default_factory=Shape)  # its hole's, as stand-in fills tell (an opener goes into the fill)
     leads: list[list[int]] = field(default_factory=list)  # per hole, the tokens its fill starts with, committed before denoising
-    heals: list[bytes] = field(default_factory=list)  # per hole, the bytes of the context's last token before it, taken
+    heals: list[bytes] = field(default_factory=list)  # per hole, the bytes of the context's last tokens before it (healing.heal_count), taken
     # into the fill (its first token must start with them; they are dropped from the fill's text)
     bans: list[tuple[int, int | str] | None] = field(default_factory=list)  # per hole, (slot, token): that slot of its
     # window may not take that token (an echo branch, Engine.echo_branches); (slot, LINE_BREAK): from that slot on, no
@@ -357,9 +357,10 @@ class Engine:
         if self.model.capabilities.left_to_right:  # a hole whose indentation is committed (a lead) is not healed:
             for h in range(len(windows)):  # the language's steering reads its fill from that indentation on
                 after = request.text[request.holes[h].end : request.holes[h].end + 1]
-                heals[h] = self.heal(segments[h], after) if not leads[h] else b""
-                if heals[h]:
-                    segments[h], windows[h] = segments[h][:-1], windows[h] + 1
+                k = self.heal(segments[h], after) if not leads[h] else 0
+                if k:
+                    heals[h] = b"".join(self.tokenizer.token_bytes(t) for t in segments[h][-k:])
+                    segments[h], windows[h] = segments[h][:-k], windows[h] + k
         return _Prepared(request, segments, windows, (time.perf_counter() - t0) * 1000, indents, form, leads, heals,
                          [None] * len(windows))
 
@@ -416,16 +417,15 @@ class Engine:
         comment = spec.line_comment[0] if spec is not None and spec.line_comment else None
         return snippets.lay_out(self.tokenizer.encode, pieces, comment, room)
 
-    def heal(self, segment: list[int], after: str = "") -> bytes:
-        """The bytes of ``segment``'s last token where a left-to-right fill after it should write
-        that token again (token healing, infill/text/healing.py: whitespace, or a word or an operator
-        cut at the hole that ``after``, the character after the hole, does not go on), or b"". The
-        fill's first slot is bound to the tokens that start with these bytes; the syntax constraint
-        reads that token without them (SyntaxConstraint.heals)."""
-        if not segment:
-            return b""
-        last = self.tokenizer.token_bytes(segment[-1])
-        return last if healing.heals(last, after) else b""
+    def heal(self, segment: list[int], after: str = "") -> int:
+        """How many of ``segment``'s last tokens a left-to-right fill after it should write again
+        (token healing, infill/text/healing.py: whitespace, or a word or an operator cut at the
+        hole that ``after``, the character after the hole, does not go on, taken back whole as far
+        as some token starts with its bytes), or 0. The fill's first slot is bound to the tokens
+        that start with their bytes; the syntax constraint reads that token without them
+        (SyntaxConstraint.heals)."""
+        tail = [self.tokenizer.token_bytes(t) for t in segment[-healing.MOST :]]
+        return healing.heal_count(tail, after, lambda head: healing.starts_some(self.vocab_bytes(), head))
 
     def token_set(self, head: bytes, anywhere: bool = False) -> torch.Tensor:
         """[V] bool: the tokens whose bytes start with ``head`` (``anywhere``: that hold it). The

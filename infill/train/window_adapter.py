@@ -35,6 +35,7 @@ is one): the checkpoint is the same either way (9.4 MiB for the default model), 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -133,10 +134,16 @@ def cut_hole(text: str, rng: random.Random) -> tuple[int, int] | None:
     return None
 
 
+@functools.lru_cache(maxsize=2)
+def _vocab(tokenizer) -> list[tuple[bytes, int]]:
+    """Every token's (bytes, id), sorted by bytes (healing.starts_some)."""
+    return sorted((tokenizer.token_bytes(i), i) for i in range(tokenizer.vocab_size))
+
+
 def cut(doc: dict, rng: random.Random, tokenizer, config: CutConfig) -> Example | None:
     """One example from a corpus document (``text``, ``language``, ``path``), laid out as the engine
     lays out a causal fill with ``suffix_lines``; None where no hole could be cut. A context whose
-    last token the engine heals (infill/text/healing.py) gives that token to the fill, as the
+    last tokens the engine heals (infill/text/healing.py) gives those tokens to the fill, as the
     engine does; at a bare line break only every other time (the engine commits a line's
     indentation instead where a language's hooks know it: Python's line starts)."""
     encode = tokenizer.encode
@@ -155,8 +162,10 @@ def cut(doc: dict, rng: random.Random, tokenizer, config: CutConfig) -> Example 
     healed = b""
     if len(prefix) > 1:
         last = tokenizer.token_bytes(prefix[-1])
-        if healing.heals(last, text[end : end + 1]) and (last.strip(b" \t") or rng.random() < 0.5):
-            healed, prefix = last, prefix[:-1]
+        tail = [tokenizer.token_bytes(t) for t in prefix[1:][-healing.MOST :]]
+        k = healing.heal_count(tail, text[end : end + 1], lambda head: healing.starts_some(_vocab(tokenizer), head))
+        if k and (last.strip(b" \t") or rng.random() < 0.5):
+            healed, prefix = b"".join(tokenizer.token_bytes(t) for t in prefix[-k:]), prefix[:-k]
     whole = encode(healed.decode("utf-8", "replace") + text[start:end])
     fill = whole[: config.fill_tokens]
     follow = encode(after[:400])[: config.after_tokens] if len(fill) == len(whole) else []
