@@ -604,6 +604,17 @@ def test_remask_flags_exactly_the_planted_bracket():
     assert c.judge(0, ["b"]) is True and c.judge(0, ["b)"]) is False
 
 
+def test_remask_judges_a_fill_that_said_all_as_far_as_it_is_kept():
+    """A left-to-right fill ended at a line end (Engine.end_said) keeps its text up to there; the
+    slots it wrote after it (the line after the hole, echoed: ``)``) are not its own, and a repair
+    that blamed them would send back the fill it keeps."""
+    c = constraint_for(request("y = foo(a, |\n)\n"))
+    said = windows([[TOK["b"], TOK["\n"], TOK[")"], PAD]])
+    assert c.remask(said).tolist() == [[False, False, True, False]]  # judged whole: the echoed ')' is an error
+    c.keep(0, 0, 2)  # "b\n" kept
+    assert not c.remask(said).any()
+
+
 def test_remask_leaves_the_rows_of_a_request_that_has_a_valid_candidate():
     c = constraint_for(request("y = foo(a, |)\n"), rows=2)
     bad, good = [TOK["b"], TOK[")"], PAD, PAD], [TOK["b"], PAD, PAD, PAD]

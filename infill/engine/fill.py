@@ -856,7 +856,7 @@ class Engine:
                  ends: dict[tuple[int, int], int]) -> None:
         """End each hole whose left-to-right fill just ended a line and said all it will
         (Finisher.said_all): pad the rest of its window and note in ``ends`` [(row, hole)] how much
-        of its text to keep. A causal model seldom ends a fill by itself. A step that committed
+        of its text to keep (and tell the syntax constraint, whose repair judges that text). A causal model seldom ends a fill by itself. A step that committed
         several slots (speculative steps) is judged slot by slot, in order: what came after the line
         end that ends a fill is padded too."""
         slot = torch.arange(state.ids.shape[1], device=state.ids.device)
@@ -872,6 +872,8 @@ class Engine:
                 state.ids[r, rest] = self.model.pad_id
                 state.masked[r, rest] = False
                 ends[(r, h)] = keep
+                if finisher.syntax is not None:
+                    finisher.syntax.keep(r, h, keep)
 
     @staticmethod
     def keep_ends(fills: list[Fill], r: int, ends: dict[tuple[int, int], int]) -> list[Fill]:

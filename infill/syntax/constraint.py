@@ -219,6 +219,9 @@ class SyntaxConstraint:
         self._bytes: dict[int, bytes] = {}
         self._texts: dict[int, str] = {}
         self._lex: dict[tuple[int, int], tuple[list[int], LexState]] = {}
+        # kept[(r, h)]: where a left-to-right fill of hole h of row r said all it will (Engine.end_said),
+        # the characters of its text kept; what its window holds after them is not the fill's.
+        self.kept: dict[tuple[int, int], int] = {}
         self.seconds = 0.0
         self._failed = False
 
@@ -459,6 +462,21 @@ class SyntaxConstraint:
         finally:
             self.seconds += time.perf_counter() - t0
 
+    def keep(self, r: int, h: int, chars: int) -> None:
+        """Hole h of row r said all it will with its text's first ``chars`` characters
+        (Engine.end_said): a repair judges that fill, not what its window wrote after it."""
+        self.kept[(r, h)] = chars
+
+    def _kept(self, r: int, h: int, fill: bytes) -> bytes:
+        """Fill ``fill`` of hole h of row r as far as it is kept (:meth:`keep`; as the engine's text
+        has it, undecodable bytes one character each); whole where none was said or that text
+        is not its prefix."""
+        chars = self.kept.get((r, h))
+        if chars is None:
+            return fill
+        kept = fill.decode("utf-8", "replace")[:chars].encode("utf-8")
+        return kept if fill.startswith(kept) else fill
+
     def _repair_row(self, check: RequestCheck, r: int, row: list[int]) -> set[int]:
         """Window slots of row r whose tokens overlap errors its fills introduced."""
         holes = []  # per hole: (slots, fill tokens, byte offset of each token in its fill, its length there)
@@ -473,7 +491,7 @@ class SyntaxConstraint:
                 lens.append(max(end, 0) - max(at, 0))
                 at = end
             holes.append((slots, toks, offs, lens))
-            fills.append(b"".join(self.token_bytes(t) for t in toks)[cut:])
+            fills.append(self._kept(r, h, b"".join(self.token_bytes(t) for t in toks)[cut:]))
         errors, spans = check.new_errors(fills)
         flag: set[int] = set()
 

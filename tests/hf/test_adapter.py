@@ -222,9 +222,10 @@ def test_examples_are_laid_out_as_the_engine_lays_out_a_fill(hf_dirs):
         assert ex.context[: len(head)] == head
         kinds.add("snippet" if head else "no snippet (nothing further down)")
         prefix = tok.encode(PY[:start])[-40:]
-        healed = engine.heal(prefix, PY[end : end + 1])
-        if healed and ex.context[len(head):] == prefix[:-1]:  # healed (at a bare line break, every other time)
-            prefix, hole_text = prefix[:-1], healed.decode() + PY[start:end]
+        k = engine.heal(prefix, PY[end : end + 1])
+        if k and ex.context[len(head):] == prefix[:-k]:  # healed (at a bare line break, every other time)
+            healed = b"".join(tok.token_bytes(t) for t in prefix[-k:])
+            prefix, hole_text = prefix[:-k], healed.decode() + PY[start:end]
             kinds.add("healed")
         else:
             hole_text = PY[start:end]
