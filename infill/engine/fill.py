@@ -420,10 +420,10 @@ class Engine:
     def heal(self, segment: list[int], after: str = "") -> int:
         """How many of ``segment``'s last tokens a left-to-right fill after it should write again
         (token healing, infill/text/healing.py: whitespace, or a word or an operator cut at the
-        hole that ``after``, the character after the hole, does not go on, taken back whole as far
-        as some token starts with its bytes), or 0. The fill's first slot is bound to the tokens
-        that start with their bytes; the syntax constraint reads that token without them
-        (SyntaxConstraint.heals)."""
+        hole that ``after``, the character after the hole, does not go on; a word taken back whole
+        as far as some token starts with its bytes), or 0. The fill's first slot is bound to the
+        tokens that start with their bytes; the syntax constraint reads that slot's token without
+        them (SyntaxConstraint.heals)."""
         tail = [self.tokenizer.token_bytes(t) for t in segment[-healing.MOST :]]
         return healing.heal_count(tail, after, lambda head: healing.starts_some(self.vocab_bytes(), head))
 
@@ -856,9 +856,10 @@ class Engine:
                  ends: dict[tuple[int, int], int]) -> None:
         """End each hole whose left-to-right fill just ended a line and said all it will
         (Finisher.said_all): pad the rest of its window and note in ``ends`` [(row, hole)] how much
-        of its text to keep (and tell the syntax constraint, whose repair judges that text). A causal model seldom ends a fill by itself. A step that committed
-        several slots (speculative steps) is judged slot by slot, in order: what came after the line
-        end that ends a fill is padded too."""
+        of its text to keep (and tell the syntax constraint, whose repair judges that text alone).
+        A causal model seldom ends a fill by itself. A step that committed several slots
+        (speculative steps) is judged slot by slot, in order: what came after the line end that
+        ends a fill is padded too."""
         slot = torch.arange(state.ids.shape[1], device=state.ids.device)
         for r, k in committed.nonzero().tolist():
             h = int(state.hole[r, k])

@@ -40,7 +40,7 @@ def heals(last: bytes, after: str = "") -> bool:
     return bool(word and OPERATOR.fullmatch(word) and not (after and OPERATOR.fullmatch(after.encode())))
 
 
-MOST = 4  # the most tokens of one cut word or operator taken back
+MOST = 4  # the most tokens of one cut word taken back
 
 
 def heal_count(tail: Sequence[bytes], after: str, extends: Callable[[bytes], bool]) -> int:
