@@ -424,8 +424,7 @@ class Engine:
         as far as some token starts with its bytes), or 0. The fill's first slot is bound to the
         tokens that start with their bytes; the syntax constraint reads that slot's token without
         them (SyntaxConstraint.heals)."""
-        tail = [self.tokenizer.token_bytes(t) for t in segment[-healing.MOST :]]
-        return healing.heal_count(tail, after, lambda head: healing.starts_some(self.vocab_bytes(), head))
+        return healing.heal_tokens(segment, self.tokenizer.token_bytes, after, self.vocab_bytes())
 
     def token_set(self, head: bytes, anywhere: bool = False) -> torch.Tensor:
         """[V] bool: the tokens whose bytes start with ``head`` (``anywhere``: that hold it). The
@@ -454,7 +453,7 @@ class Engine:
     def vocab_bytes(self) -> list[tuple[bytes, int]]:
         """Every token's (bytes, id), sorted by bytes."""
         if self._vocab_bytes is None:
-            self._vocab_bytes = sorted((self.tokenizer.token_bytes(i), i) for i in range(self.tokenizer.vocab_size))
+            self._vocab_bytes = healing.vocabulary(self.tokenizer)
         return self._vocab_bytes
 
     def end_set(self, after: bytes) -> torch.Tensor:

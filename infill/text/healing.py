@@ -64,6 +64,18 @@ def heal_count(tail: Sequence[bytes], after: str, extends: Callable[[bytes], boo
     return n
 
 
+def heal_tokens(tokens: Sequence[int], token_bytes: Callable[[int], bytes], after: str,
+                vocab: Sequence[tuple[bytes, int]]) -> int:
+    """:func:`heal_count` of a context's ``tokens`` (ids, read by ``token_bytes``), a word taken
+    back as far as some token of ``vocab`` (:func:`vocabulary`) starts with it."""
+    return heal_count([token_bytes(t) for t in tokens[-MOST:]], after, lambda head: starts_some(vocab, head))
+
+
+def vocabulary(tokenizer) -> list[tuple[bytes, int]]:
+    """Every token's (bytes, id) of ``tokenizer``, sorted by bytes (:func:`starts_some`)."""
+    return sorted((tokenizer.token_bytes(i), i) for i in range(tokenizer.vocab_size))
+
+
 def starts_some(vocab: Sequence[tuple[bytes, int]], head: bytes) -> bool:
     """Does some token of ``vocab`` (every token's (bytes, id), sorted by bytes) start with ``head``?"""
     at = bisect.bisect_left(vocab, (head,))

@@ -134,10 +134,7 @@ def cut_hole(text: str, rng: random.Random) -> tuple[int, int] | None:
     return None
 
 
-@functools.lru_cache(maxsize=2)
-def _vocab(tokenizer) -> list[tuple[bytes, int]]:
-    """Every token's (bytes, id), sorted by bytes (healing.starts_some)."""
-    return sorted((tokenizer.token_bytes(i), i) for i in range(tokenizer.vocab_size))
+_vocab = functools.lru_cache(maxsize=2)(healing.vocabulary)  # a tokenizer's, read once
 
 
 def cut(doc: dict, rng: random.Random, tokenizer, config: CutConfig) -> Example | None:
@@ -162,8 +159,7 @@ def cut(doc: dict, rng: random.Random, tokenizer, config: CutConfig) -> Example 
     healed = b""
     if len(prefix) > 1:
         last = tokenizer.token_bytes(prefix[-1])
-        tail = [tokenizer.token_bytes(t) for t in prefix[1:][-healing.MOST :]]
-        k = healing.heal_count(tail, text[end : end + 1], lambda head: healing.starts_some(_vocab(tokenizer), head))
+        k = healing.heal_tokens(prefix[1:], tokenizer.token_bytes, text[end : end + 1], _vocab(tokenizer))
         if k and (last.strip(b" \t") or rng.random() < 0.5):
             healed, prefix = b"".join(tokenizer.token_bytes(t) for t in prefix[-k:]), prefix[:-k]
     whole = encode(healed.decode("utf-8", "replace") + text[start:end])
