@@ -1008,6 +1008,23 @@ def test_a_fill_that_mends_may_end_only_once_the_brackets_left_open_are_those_th
     assert hole_context(balanced, 0).after == (")",)
 
 
+def test_a_fill_that_adds_no_error_but_leaves_a_cut_blocks_closer_stray_is_not_valid_in_the_end():
+    # `items.forEach((item) => {` cut: its `});` is stray, an error the document with the hole has already
+    text, at = cursor("function run(items) {\n  |\n    console.log(item);\n  });\n  return items;\n}\n")
+    request = FillRequest(text=text, holes=[Hole(at, at)], language="javascript")
+    check = RequestCheck(request)
+    assert check.headless == [True]
+    for fill, adds_none, final in [("items.sort();", True, False), ("", True, False),
+                                   ("items.forEach((item) => {", True, True), ("items.sort(", False, False)]:
+        assert check.valid([fill.encode()]) is adds_none, fill
+        assert check.strays([fill.encode()]) is (adds_none and not final), fill
+        assert request_valid(request, [fill]) is final, fill
+    # No closer stray (the closers after the hole close what is open before it): valid as before
+    text, at = cursor("function run(items) {\n  |\n  return items;\n}\n")
+    request = FillRequest(text=text, holes=[Hole(at, at)], language="javascript")
+    assert RequestCheck(request).headless == [False] and request_valid(request, ["items.sort();"]) is True
+
+
 def test_a_fill_mends_a_row_cut_before_its_closer_by_closing_it():
     # `2},` cut from an object's row: the '}' after the hole is the outer object's, the row's is missing
     text = "const t = {\n  a: {x: 1},\n  b: {x: |\n  c: {x: 3},\n};\nf(t);\n"

@@ -184,6 +184,20 @@ def test_an_invalid_fill_is_cut_back_to_its_longest_valid_prefix(tiny_engine, mo
     assert r.fills[0].text == "xs" and r.fills[0].valid is True
 
 
+def test_a_fill_that_leaves_a_cut_blocks_closer_stray_is_reported_invalid(tiny_engine, monkeypatch):
+    """It adds no error (the stray `});` was there), but the document it leaves does not parse: it is
+    not presented as valid, nor traded for an empty fill claimed valid (stay_quiet)."""
+    from infill.protocol import Fill
+
+    text = "function run(items) {\n  \n    console.log(item);\n  });\n  return items;\n}\n"
+    at = text.index("  \n") + 2
+    real = tiny_engine.decode_row
+    monkeypatch.setattr(tiny_engine, "decode_row", lambda *a: ([Fill(text="items.sort();", score=0.0)], *real(*a)[1:]))
+    req = FillRequest(text=text, holes=[Hole(at, at, 8)], language="javascript", options=SamplingOptions(candidates=1))
+    r = tiny_engine.fill(req)
+    assert r.fills[0].text == "items.sort();" and r.fills[0].valid is False
+
+
 def test_a_fill_no_prefix_of_which_parses_is_cut_and_closed(tiny_engine, monkeypatch):
     from infill.protocol import Fill
 
@@ -464,9 +478,10 @@ def test_a_fill_that_mends_the_document_its_hole_broke_is_cut_where_it_has(tiny_
     req = FillRequest(text=text, holes=[Hole(line, line, 16)], language="javascript", options=SamplingOptions(candidates=1))
     r = _fill_with(tiny_engine, monkeypatch, ["if (y) {\n    a();\n  }\n"], req)
     assert r.fills[0].text == "if (y) {" and r.fills[0].valid is True
-    # a fill that cannot mend it is kept as it is, valid: the stray '}' is not its doing
+    # a fill that does not mend it is kept as it is, but not valid: it adds no error, yet the body after
+    # the hole keeps its closer stray and the document does not parse (SyntaxConstraint.strays)
     r = _fill_with(tiny_engine, monkeypatch, [" // done"], msgspec.structs.replace(req, holes=[Hole(AFTER_IF, AFTER_IF, 16)], text=BROKEN_JS))
-    assert r.fills[0].text == " // done" and r.fills[0].valid is True
+    assert r.fills[0].text == " // done" and r.fills[0].valid is False
 
 
 def test_a_candidate_that_mends_the_document_beats_a_likelier_one_that_leaves_it_broken(tiny_engine, monkeypatch):

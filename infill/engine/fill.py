@@ -247,10 +247,13 @@ def suffix_head(after: str, lines: int, chars: int = 1024) -> str:
 
 def needs_retry(p: _Prepared, result: FillResult, cancel: CancelFlag | None) -> bool:
     """Is ``result`` a constrained fill judged invalid, with time for another round (not
-    cancelled, no deadline: a deadline's fill returns what it has)?"""
+    cancelled, no deadline: a deadline's fill returns what it has)? Not one that adds no error but
+    leaves a closer after its hole stray (syntax.constraint.strays): the mend round
+    (:meth:`Engine.mend_branch`) is the one for it."""
     o = p.request.options
     return (o.constrained and o.retry and not o.deadline_ms and not result.below_floor and not (cancel is not None and cancel.is_set())
-            and any(f.valid is False for f in result.fills))
+            and any(f.valid is False for f in result.fills)
+            and not syntax_constraints.strays(p.request, [ind + f.text for ind, f in zip(p.indents, result.fills)]))
 
 
 @dataclass
@@ -1027,7 +1030,7 @@ class Engine:
         return out
 
     def mend_branch(self, p: _Prepared, result: FillResult) -> list[_Prepared]:
-        """Where a ranked request's one hole got a valid fill that leaves its document broken where
+        """Where a ranked request's one hole got a fill that adds no error but leaves its document broken where
         the text after the hole closes brackets nothing before it opens (syntax.constraint.mendable:
         a hole cut where a block's opening line stood leaves that block's closer stray, and the fill
         ended its line without opening it: ``}`` + nothing, where `` else {`` stood), greedy fills
@@ -1041,8 +1044,9 @@ class Engine:
         req = p.request
         if p.shape.opener or not req.options.constrained or not self.ranks_one_hole(req):
             return []
-        fill = result.fills[0]
-        if fill.valid is not True or not syntax_constraints.mendable(req.language, req.text, [(h.start, h.end) for h in req.holes], [p.indents[0] + fill.text]):
+        fill, spans = result.fills[0], [(h.start, h.end) for h in req.holes]
+        if fill.valid is None or not (syntax_constraints.mendable(req.language, req.text, spans, [p.indents[0] + fill.text]) if fill.valid
+                                      else syntax_constraints.strays(req, [p.indents[0] + fill.text])):
             return []
         line = fill.text.split("\n", 1)[0]
         mends = replace(p.shape, mends=True)

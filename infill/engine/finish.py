@@ -107,7 +107,8 @@ def join_scaffold(request: FillRequest, indent: str, scaffolded: FillRequest, re
 
 def stay_quiet(request: FillRequest, result: FillResult) -> FillResult:
     """``result``, or where a constrained request of cursor insertions (every hole empty, with no
-    minimum of tokens) got fills that do not parse and leaving every hole empty does parse, that:
+    minimum of tokens) got fills that are not valid and leaving every hole empty is (request_valid,
+    as Fill.valid judges: leaving a closer after a hole stray is not), that:
     no suggestion, which is valid, instead of a broken one. A hole that must be filled
     (``min_tokens``), or replaces text, keeps its invalid fill, reported as such."""
     if not request.options.constrained or all(f.valid is not False for f in result.fills):
@@ -168,7 +169,7 @@ class Finisher:
         if any(k != f.text for k, f in zip(kept, fills)):
             fills = [msgspec.structs.replace(f, text=k) for f, k in zip(fills, kept)]
             if self.syntax is not None and self.syntax.checked(r):
-                valid = self.syntax.judge(r, [f.text for f in fills])
+                valid = self.syntax.final(r, [f.text for f in fills])
                 fills = [msgspec.structs.replace(f, valid=valid) for f in fills]
         key = (*self.rank_of(r, fills), score)
         self._all.setdefault(ri, []).append((key, fills, filled))
@@ -262,7 +263,10 @@ class Finisher:
         does, to a line's end with the brackets it leaves open closed (:meth:`_cut_and_close`);
         where that fails too and the text after the hole starts a line, to a prefix that ends its
         line (:meth:`_cut_and_break`). A valid row (so cut back, or not) of a document broken away
-        from its holes is cut where it has just mended that, where it does (:meth:`_cut_to_mend`).
+        from its holes is cut where it has just mended that, where it does (:meth:`_cut_to_mend`);
+        where it does not, and leaves a closer after a hole stray (SyntaxConstraint.strays: the
+        hole was cut where a block's opening line stood), it is not valid: it adds no error, but
+        the document it leaves does not parse.
         """
         syntax, texts = self.syntax, []
         for i, (h, f) in enumerate(zip(request.holes, fills)):
@@ -284,6 +288,7 @@ class Finisher:
                 if cut is not None:
                     texts = texts[:i] + [cut] + texts[i + 1 :]
                     break
+            valid = not syntax.strays(r, texts)  # a closer after a hole left stray: the document does not parse
         return [Fill(text=t, score=f.score, valid=valid) for t, f in zip(texts, fills)]
 
     def _cut_to_mend(self, r: int, texts: list[str], i: int, text: str, after: str) -> str | None:

@@ -52,7 +52,8 @@ from infill.syntax.steering import LexState, Lexer
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RequestCheck", "SyntaxConstraint", "block_heads", "for_chunk", "is_clean", "is_valid", "mendable", "truncate_completion", "verdict"]
+__all__ = ["RequestCheck", "SyntaxConstraint", "block_heads", "for_chunk", "is_clean", "is_valid", "mendable", "request_valid", "strays",
+           "truncate_completion", "verdict"]
 
 _SYNTAX_CHARS = set("()[]{}\"'`")
 LOOKAHEAD = 2  # masked slots of a hole whose proposals steering judges, left to right
@@ -76,9 +77,11 @@ class RequestCheck:
         self.doc = shape.doc or Document(g, request.text, [(h.start, h.end) for h in request.holes])
         self.tails = [b""] * (len(request.holes) - 1) + [shape.opener.encode()]
         self.lexers: list[Lexer | None] = []
+        self.headless: list[bool] = []  # per hole: the text after it is a block's body whose opening line is missing
         for i in range(len(request.holes)):
             ctx = hooks.steering_context(self.doc, i, hole_context(self.doc, i), shape)
             self.lexers.append(None if ctx.in_text else Lexer(g.spec, ctx))
+            self.headless.append(ctx.headless and not ctx.in_text)
         self._judged: dict[tuple[bytes, ...], tuple[bool, bool]] = {}  # fills: (valid, clean)
 
     def new_errors(self, fills: list[bytes]):
@@ -110,6 +113,25 @@ class RequestCheck:
     def clean(self, fills: list[bytes]) -> bool:
         """Do ``fills`` leave the judged region with no error at all (Document.errors)?"""
         return self._judge(fills)[1]
+
+    def strays(self, fills: list[bytes]) -> bool:
+        """Do ``fills``, which add no error, leave a closer after a hole stray: the text after a hole
+        is a block's body whose opening line is missing (HoleContext.headless: a hole cut where
+        that line stood, its closer stray), the hole's fill leaves no bracket open for it, and the
+        judged region still has an error? The document such a fill leaves does not parse, so it is
+        not valid in the end (:meth:`final`), though the steering and the repair, which judge what
+        a fill adds (:meth:`valid`), let it be. A fill that leaves a bracket open there, and a
+        document broken elsewhere (a stray closer further down that no such body leads to), keep
+        the verdict on what the fill adds."""
+        if not any(self.headless):
+            return False
+        opens_none = any(headless and not lexer.feed(lexer.start, fill.decode("utf-8", "replace"))[0].stack
+                         for headless, lexer, fill in zip(self.headless, self.lexers, fills) if lexer is not None)
+        return opens_none and self.valid(fills) and not self.clean(fills)
+
+    def final(self, fills: list[bytes]) -> bool:
+        """Is ``fills`` valid in the end (Fill.valid): it adds no error and leaves no closer stray?"""
+        return self.valid(fills) and not self.strays(fills)
 
     def first_error(self, fills: list[bytes], hole: int) -> tuple[int, int] | None:
         """None if ``fills`` are valid; else the span of the first new error, in bytes from the
@@ -155,12 +177,22 @@ def is_valid(language: str | None, text: str, holes: list[tuple[int, int]], fill
 
 
 def request_valid(request: FillRequest, fills: list[str]) -> bool | None:
-    """Does ``request`` with ``fills`` pass the constraint's own judge (RequestCheck.valid: the
-    parse, and the language's line rules on where a fill may end)? None without a usable grammar."""
+    """Is ``request`` with ``fills`` valid in the end, as Fill.valid says (RequestCheck.final: the
+    parse, the language's line rules on where a fill may end, and no closer after a hole left
+    stray)? None without a usable grammar."""
     try:
-        return RequestCheck(request).valid(_encoded(fills))
+        return RequestCheck(request).final(_encoded(fills))
     except LookupError:
         return None
+
+
+def strays(request: FillRequest, fills: list[str]) -> bool:
+    """Do ``fills`` add no error to ``request``'s document but leave a closer after a hole stray
+    (RequestCheck.strays)? False without a usable grammar."""
+    try:
+        return RequestCheck(request).strays(_encoded(fills))
+    except LookupError:
+        return False
 
 
 def is_clean(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> bool | None:
@@ -532,6 +564,16 @@ class SyntaxConstraint:
         """Does row r with fill texts ``texts`` leave its judged region with no error at all, the
         errors the holes' cut left away from them mended too (RequestCheck.clean)? None if not checked."""
         return self._ask(r, texts, lambda check, fills: check.clean(fills))
+
+    def final(self, r: int, texts: list[str]) -> bool | None:
+        """Is row r with final fill texts ``texts`` valid in the end, as Fill.valid says
+        (RequestCheck.final: :meth:`judge`, and no closer after a hole left stray)? None if not checked."""
+        return self._ask(r, texts, lambda check, fills: check.final(fills))
+
+    def strays(self, r: int, texts: list[str]) -> bool:
+        """Do row r's fill texts ``texts`` add no error but leave a closer after a hole stray
+        (RequestCheck.strays)? False if the row is not checked."""
+        return bool(self._ask(r, texts, lambda check, fills: check.strays(fills)))
 
     def broken(self, r: int) -> bool:
         """Is row r's document broken away from its holes (errors its fills are not judged by,

@@ -355,6 +355,10 @@ class HoleContext:
     base: tuple[str, ...] = ()  # brackets open before the hole (opener tokens, outermost first)
     needed: int = 0  # how many ``base`` entries the text after the hole closes: the innermost, or those outside ``unclosed``
     surplus: bool = False  # the text after the hole closes more than ``base`` holds
+    # That text starts with a block's body, lines indented deeper than the hole's line, and the
+    # first closer that closes nothing before the hole starts the next line indented no deeper: the
+    # block's opening line is missing (cut where it stood), and only the fill can write it (_headless).
+    headless: bool = False
     after: tuple[str, ...] = ()  # the closers the text after the hole has that nothing there opens, in order
     # (up to the next hole, or where no error is, the end of the top-level node around the hole)
     mends: bool = False  # the fill must leave open exactly what ``after`` closes (a mend branch's; Lexer.mended)
@@ -614,7 +618,8 @@ def _hole_context(doc: Document, i: int) -> HoleContext:
     row = line_start(data, s)
     before = data[row:s]
     at_line_start = not before.strip()
-    ctx = dict(base=tuple(stack), needed=needed, surplus=surplus, after=after, at_line_start=at_line_start and not stack, due=due)
+    ctx = dict(base=tuple(stack), needed=needed, surplus=surplus, after=after, at_line_start=at_line_start and not stack, due=due,
+               headless=surplus and _headless(data, row, e, closers[0].start_byte, opened[-1] if opened else None))
     if last and not needed and not surplus:
         ctx["unclosed"] = len(stack)
     elif owed:
@@ -625,6 +630,24 @@ def _hole_context(doc: Document, i: int) -> HoleContext:
         ctx["open_string"] = open_string(g.spec, before.decode("utf-8", "replace"))
     ctx["lang"] = doc.hooks.hole_context(doc, i, tuple(stack), opened)
     return HoleContext(in_text=False, **ctx)
+
+
+def _headless(data: bytes, row: int, end: int, closer: int, opened: int | None) -> bool:
+    """Is the text from a hole's end (``end``; ``row``: its line's start) to ``closer`` (the first
+    closer after it that closes nothing there, a byte offset) a block's body without its opening
+    line: the rest of the hole's line blank, at least one line of code, each indented deeper than
+    the hole's line, and the closer first on its line, indented no deeper than the hole's line, and
+    not as the line that opened the innermost bracket before the hole (``opened``; then it would be
+    that bracket's closer, as the layout reads it)?"""
+    nl = data.find(b"\n", end)
+    if nl < 0 or nl >= closer or data[end:nl].strip():
+        return False
+    width = indent_width(data[row:nl])
+    body = [x for x in data[nl + 1 : line_start(data, closer)].split(b"\n") if x.strip()]
+    closing = data[line_start(data, closer) : closer]
+    if not body or closing.strip() or indent_width(closing) > width or not all(indent_width(x) > width for x in body):
+        return False
+    return opened is None or indent_width(data[line_start(data, opened) : opened]) != indent_width(closing)
 
 
 def _pair(pairs: dict[str, str], stack: list[str], after: tuple[str, ...]) -> tuple[int, bool]:
