@@ -1023,6 +1023,14 @@ def test_a_fill_that_adds_no_error_but_leaves_a_cut_blocks_closer_stray_is_not_v
     text, at = cursor("function run(items) {\n  |\n  return items;\n}\n")
     request = FillRequest(text=text, holes=[Hole(at, at)], language="javascript")
     assert RequestCheck(request).headless == [False] and request_valid(request, ["items.sort();"]) is True
+    # A file broken elsewhere (a stray `}` further down that no body without its opening line leads
+    # to, and a block header's end, whose body is its own): what the fill adds decides, as before
+    for doc in ("function run(items) {\n  |\n  return items;\n}\n\nfunction g() {\n  g();\n}\n}\n",
+                "function run(items) {|\n  return items;\n}\n}\n"):
+        text, at = cursor(doc)
+        request = FillRequest(text=text, holes=[Hole(at, at)], language="javascript")
+        check = RequestCheck(request)
+        assert check.headless == [False] and not check.strays([b"items.sort();"]), doc
 
 
 def test_a_fill_mends_a_row_cut_before_its_closer_by_closing_it():

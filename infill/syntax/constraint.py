@@ -24,8 +24,10 @@
   token bytes overlap a newly introduced ERROR or MISSING node or SyntaxError are sent back to
   be denoised again (the sampler bounds the rounds), unless another candidate of the same
   request is valid already (selection takes valid candidates first, so repairing costs steps for nothing);
-- ``judge``: whether a row's final fill texts are syntax-valid (for ``Fill.valid`` and for
-  selection: valid candidates first, then by model score).
+- ``judge``: whether a row's final fill texts are syntax-valid, adding no error (for selection:
+  valid candidates first, then by model score); ``final``: what ``Fill.valid`` says, ``judge``
+  and no closer after a hole left stray (``RequestCheck.strays``: a block's body whose opening
+  line the fill does not write again).
 
 For the engine's finishing (infill/engine/finish.py) it answers, per row and hole, without the
 engine reaching into its checks: :meth:`SyntaxConstraint.checked`, :meth:`~SyntaxConstraint.truncate`
