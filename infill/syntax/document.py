@@ -355,9 +355,10 @@ class HoleContext:
     base: tuple[str, ...] = ()  # brackets open before the hole (opener tokens, outermost first)
     needed: int = 0  # how many ``base`` entries the text after the hole closes: the innermost, or those outside ``unclosed``
     surplus: bool = False  # the text after the hole closes more than ``base`` holds
-    # That text starts with a block's body, lines indented deeper than the hole's line, and the
-    # first closer that closes nothing before the hole starts the next line indented no deeper: the
-    # block's opening line is missing (cut where it stood), and only the fill can write it (_headless).
+    # With ``surplus``, that text starts with a block's body, lines indented deeper than the hole's
+    # line, and its first closer starts the next line indented no deeper, and not as the line of the
+    # innermost bracket open before the hole: the block's opening line is missing (cut where it
+    # stood), and only the fill can write it again (_headless).
     headless: bool = False
     after: tuple[str, ...] = ()  # the closers the text after the hole has that nothing there opens, in order
     # (up to the next hole, or where no error is, the end of the top-level node around the hole)
