@@ -83,7 +83,7 @@ class RequestCheck:
         for i in range(len(request.holes)):
             ctx = hooks.steering_context(self.doc, i, hole_context(self.doc, i), shape)
             self.lexers.append(None if ctx.in_text else Lexer(g.spec, ctx))
-            self.headless.append(ctx.headless and not ctx.in_text)
+            self.headless.append(ctx.headless)  # (never set inside a string or comment: hole_context returns first)
         self._judged: dict[tuple[bytes, ...], tuple[bool, bool]] = {}  # fills: (valid, clean)
 
     def new_errors(self, fills: list[bytes]):
