@@ -1013,7 +1013,7 @@ def test_a_fill_that_adds_no_error_but_leaves_a_cut_blocks_closer_stray_is_not_v
     text, at = cursor("function run(items) {\n  |\n    console.log(item);\n  });\n  return items;\n}\n")
     request = FillRequest(text=text, holes=[Hole(at, at)], language="javascript")
     check = RequestCheck(request)
-    assert check.headless == [True]
+    assert text[at : at + check.headless[0]] == "\n    console.log(item);\n  });\n"  # the body, through its closer's line
     for fill, adds_none, final in [("items.sort();", True, False), ("", True, False),
                                    ("items.forEach((item) => {", True, True), ("items.sort(", False, False)]:
         assert check.valid([fill.encode()]) is adds_none, fill
@@ -1022,7 +1022,7 @@ def test_a_fill_that_adds_no_error_but_leaves_a_cut_blocks_closer_stray_is_not_v
     # No closer stray (the closers after the hole close what is open before it): valid as before
     text, at = cursor("function run(items) {\n  |\n  return items;\n}\n")
     request = FillRequest(text=text, holes=[Hole(at, at)], language="javascript")
-    assert RequestCheck(request).headless == [False] and request_valid(request, ["items.sort();"]) is True
+    assert RequestCheck(request).headless == [0] and request_valid(request, ["items.sort();"]) is True
     # A file broken elsewhere (a stray `}` further down that no body without its opening line leads
     # to, and a block header's end, whose body is its own): what the fill adds decides, as before
     for doc in ("function run(items) {\n  |\n  return items;\n}\n\nfunction g() {\n  g();\n}\n}\n",
@@ -1030,7 +1030,24 @@ def test_a_fill_that_adds_no_error_but_leaves_a_cut_blocks_closer_stray_is_not_v
         text, at = cursor(doc)
         request = FillRequest(text=text, holes=[Hole(at, at)], language="javascript")
         check = RequestCheck(request)
-        assert check.headless == [False] and not check.strays([b"items.sort();"]), doc
+        assert check.headless == [0] and not check.strays([b"items.sort();"]), doc
+
+
+def test_a_fill_that_opens_another_block_than_a_cut_body_needs_is_not_valid_in_the_end():
+    # `switch (kind) {` cut: a fill that opens an `if` block pairs the stray `}` but leaves the
+    # `case` labels of the body broken, errors the document with the hole had already
+    text, at = cursor("function f(kind) {\n  |\n    // a\n    case 'a':\n      g();\n      break;\n    case 'b':\n      h();\n"
+                      "      break;\n  }\n  return kind;\n}\n")
+    request = FillRequest(text=text, holes=[Hole(at, at)], language="javascript")
+    check = RequestCheck(request)
+    for fill, final in [("if (kind === 'a') {", False), ("if (kind === 'a') {\n    g();", False), ("while (kind) {", False),
+                        ("switch (kind) {", True)]:
+        assert check.valid([fill.encode()]), fill  # each adds no error
+        assert request_valid(request, [fill]) is final, fill
+    # An error in the document away from that body keeps the verdict on what the fill adds
+    text, at = cursor("function f(kind) {\n  |\n    // a\n    case 'a':\n      g();\n  }\n  let = ;\n}\n")
+    request = FillRequest(text=text, holes=[Hole(at, at)], language="javascript")
+    assert request_valid(request, ["switch (kind) {"]) is True
 
 
 def test_a_fill_mends_a_row_cut_before_its_closer_by_closing_it():

@@ -105,6 +105,23 @@ def test_a_body_left_behind_whose_dedent_fails_lines_later_is_the_holes_business
     assert d.valid([fill.encode()]) is ok
 
 
+@pytest.mark.parametrize(
+    "fill, ok",
+    [
+        ("names = {", True),
+        ("# the names\n           {", False),  # tree-sitter takes it; CPython: an indentation no block has
+        ("names = set()", False),  # the comprehension's lines, no bracket open for them
+    ],
+)
+def test_an_error_in_the_lines_that_go_on_from_the_holes_line_is_the_holes_business(fill, ok):
+    # `names = {` cut: the set comprehension's lines, deeper than the hole's line, fail to compile
+    # where its `for` has no colon, two lines on: what the cut left them, whatever CPython calls it.
+    d = marked("def f(items):\n    if items:\n        |\n            item.name\n            for item in items\n"
+               "        }\n        return names\n    return set()\n")
+    assert d.strict.enabled
+    assert d.valid([fill.encode()]) is ok
+
+
 def test_an_indentation_error_away_from_the_block_after_the_hole_is_not_the_holes():
     d = marked("def f(n):\n    x = 1\n|\n    y = 2\n    if y:\n            a = 1\n          b = 2\n")
     assert d.strict is not None and not d.strict.enabled

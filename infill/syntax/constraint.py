@@ -79,7 +79,7 @@ class RequestCheck:
         self.doc = shape.doc or Document(g, request.text, [(h.start, h.end) for h in request.holes])
         self.tails = [b""] * (len(request.holes) - 1) + [shape.opener.encode()]
         self.lexers: list[Lexer | None] = []
-        self.headless: list[bool] = []  # per hole: the text after it is a block's body whose opening line is missing
+        self.headless: list[int] = []  # per hole: the bytes after it that are a block's body whose opening line is missing
         for i in range(len(request.holes)):
             ctx = hooks.steering_context(self.doc, i, hole_context(self.doc, i), shape)
             self.lexers.append(None if ctx.in_text else Lexer(g.spec, ctx))
@@ -117,19 +117,25 @@ class RequestCheck:
         return self._judge(fills)[1]
 
     def strays(self, fills: list[bytes]) -> bool:
-        """Do ``fills``, which add no error, leave a closer after a hole stray: the text after a hole
-        is a block's body whose opening line is missing (HoleContext.headless: a hole cut where
-        that line stood, its closer stray), the hole's fill leaves no bracket open for it, and the
-        judged region still has an error? The document such a fill leaves does not parse, so it is
-        not valid in the end (:meth:`final`), though the steering and the repair, which judge what
-        a fill adds (:meth:`valid`), let it be. A fill that leaves a bracket open there, and a
-        document broken elsewhere (a stray closer further down that no such body leads to), keep
-        the verdict on what the fill adds."""
-        if not any(self.headless):
+        """Do ``fills``, which add no error, leave a block whose opening line a hole's cut took
+        broken: the text after a hole is a block's body whose opening line is missing
+        (HoleContext.headless: a hole cut where that line stood, its closer stray), and either the
+        hole's fill leaves no bracket open for it while the judged region still has an error, or
+        that body, through its closer's line, still has one (a fill that opened another block than
+        the body's: an ``if`` where ``case`` labels follow)? The document such a fill leaves does
+        not parse, so it is not valid in the end (:meth:`final`), though the steering and the
+        repair, which judge what a fill adds (:meth:`valid`), let it be. A document broken
+        elsewhere (a stray closer further down that no such body leads to) keeps the verdict on
+        what the fill adds."""
+        if not any(self.headless) or not self.valid(fills) or self.clean(fills):
             return False
-        opens_none = any(headless and not lexer.feed(lexer.start, fill.decode("utf-8", "replace"))[0].stack
-                         for headless, lexer, fill in zip(self.headless, self.lexers, fills) if lexer is not None)
-        return opens_none and self.valid(fills) and not self.clean(fills)
+        tailed = [f + t for f, t in zip(fills, self.tails)]
+        for h, (body, lexer, fill) in enumerate(zip(self.headless, self.lexers, fills)):
+            if not body or lexer is None:
+                continue
+            if not lexer.feed(lexer.start, fill.decode("utf-8", "replace"))[0].stack or self.doc.broken_after(tailed, h, body):
+                return True
+        return False
 
     def final(self, fills: list[bytes]) -> bool:
         """Is ``fills`` valid in the end (Fill.valid): it adds no error and leaves no closer stray?"""

@@ -280,6 +280,15 @@ class Document:
     def valid(self, fills: list[bytes]) -> bool:
         return not self.new_errors(fills)[0]
 
+    def broken_after(self, fills: list[bytes], hole: int, length: int) -> bool:
+        """Has the filled region an error within ``length`` bytes after hole ``hole``'s fill (old
+        or new: the text there is judged as the fill leaves it)?"""
+        tree, data, spans = self.parse(fills)
+        if self.head and tree.root_node.child_count != 1:
+            return self.outer().broken_after(fills, hole, length)
+        end = spans[hole][1]
+        return any(_touch(e.start, e.end, end, end + length) for e in error_spans(tree.root_node))
+
     def _lines_out(self) -> tuple[list[tuple[int, int]], set[tuple[int, int, int]]]:
         """The holes' lines in the judged region (bytes [start, end) up to the line break, merged),
         and the errors of the region parsed with them taken out: (start, end, how many taken lines
@@ -358,8 +367,9 @@ class HoleContext:
     # With ``surplus``, that text starts with a block's body, lines indented deeper than the hole's
     # line, and its first closer starts the next line indented no deeper, and not as the line of the
     # innermost bracket open before the hole: the block's opening line is missing (cut where it
-    # stood), and only the fill can write it again (_headless).
-    headless: bool = False
+    # stood), and only the fill can write it again (_headless): how many bytes after the hole that
+    # body spans, through its closer's line (0: the text after the hole is no such body).
+    headless: int = 0
     after: tuple[str, ...] = ()  # the closers the text after the hole has that nothing there opens, in order
     # (up to the next hole, or where no error is, the end of the top-level node around the hole)
     mends: bool = False  # the fill must leave open exactly what ``after`` closes (a mend branch's; Lexer.mended)
@@ -633,22 +643,25 @@ def _hole_context(doc: Document, i: int) -> HoleContext:
     return HoleContext(in_text=False, **ctx)
 
 
-def _headless(data: bytes, row: int, end: int, closer: int, opened: int | None) -> bool:
-    """Is the text from a hole's end (``end``; ``row``: its line's start) to ``closer`` (the first
-    closer after it that closes nothing there, a byte offset) a block's body without its opening
-    line: the rest of the hole's line blank, at least one line of code, each indented deeper than
-    the hole's line, and the closer first on its line, indented no deeper than the hole's line, and
-    not as the line that opened the innermost bracket before the hole (``opened``; then it would be
-    that bracket's closer, as the layout reads it)?"""
+def _headless(data: bytes, row: int, end: int, closer: int, opened: int | None) -> int:
+    """How many bytes from a hole's end (``end``; ``row``: its line's start) through the line of
+    ``closer`` (the first closer after it that closes nothing there, a byte offset) are a block's
+    body without its opening line: the rest of the hole's line blank, at least one line of code,
+    each indented deeper than the hole's line, and the closer first on its line, indented no deeper
+    than the hole's line, and not as the line that opened the innermost bracket before the hole
+    (``opened``; then it would be that bracket's closer, as the layout reads it). 0 where they are
+    not."""
     nl = data.find(b"\n", end)
     if nl < 0 or nl >= closer or data[end:nl].strip():
-        return False
+        return 0
     width = indent_width(data[row:nl])
     body = [x for x in data[nl + 1 : line_start(data, closer)].split(b"\n") if x.strip()]
     closing = data[line_start(data, closer) : closer]
     if not body or closing.strip() or indent_width(closing) > width or not all(indent_width(x) > width for x in body):
-        return False
-    return opened is None or indent_width(data[line_start(data, opened) : opened]) != indent_width(closing)
+        return 0
+    if opened is not None and indent_width(data[line_start(data, opened) : opened]) == indent_width(closing):
+        return 0
+    return line_end(data, closer) - end
 
 
 def _pair(pairs: dict[str, str], stack: list[str], after: tuple[str, ...]) -> tuple[int, bool]:

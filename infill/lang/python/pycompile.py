@@ -10,7 +10,9 @@ Like tree-sitter errors, compile errors are judged against the original: a regio
 fails to compile somewhere away from the holes cannot tell new errors from old, so the strict
 check is off for that document. An error at a hole (a deleted line that left an indented body
 behind, say) is the fill's business; one that it hid (the region has it at the same place with the
-holes' lines taken out) is not, though a fill that mends the hole's brings it to light. ``compile``
+holes' lines taken out) is not, though a fill that mends the hole's brings it to light. The
+lines that go on from a hole's line, all indented deeper than it (a bracket's contents whose
+opener the cut took), are the hole's too, whatever error CPython finds in them. ``compile``
 never executes code; its warnings are silenced.
 
 :func:`line_broken` is the same judge for one logical line while it is being written, for the
@@ -151,11 +153,14 @@ def _at_hole(data: bytes, err: CompileError, spans: list[tuple[int, int]]) -> bo
     after its end, or between the hole and the last significant character before it
     (``expected an indented block`` after a header whose body is the hole: CPython places it
     at the header's line break, or, where blank lines follow the hole, at the next
-    statement), or is it a bracket before the hole that is never closed?"""
+    statement), or is it a bracket before the hole that is never closed, or in the lines that go
+    on from a hole's line (:func:`_continued`)?"""
     if "was never closed" in err.message and any(err.start <= a for a, _ in spans):
         return True  # a bracket open at a hole: the fill may close it
     if err.message.startswith(("IndentationError", "TabError")) and any(_left_behind(data, a, b, err.start) for a, b in spans):
         return True  # a body the hole's cut left behind, whose dedent CPython finds some lines on
+    if any(_continued(data, a, b, err.start) for a, b in spans):
+        return True  # in the lines that go on from the hole's (a bracket's contents whose opener it took)
     for a, b in spans:
         lo, blank_end = blank_around(data, a, b)
         lo = min(line_start(data, a), lo)
@@ -177,6 +182,20 @@ def _left_behind(data: bytes, start: int, end: int, at: int) -> bool:
     floor = indent_width(before[-1])
     lines = data[line_start(data, end) : line_end(data, at)].split(b"\n")
     return all(indent_width(line) > floor for line in lines if line.strip())
+
+
+def _continued(data: bytes, start: int, end: int, at: int) -> bool:
+    """Does byte ``at`` lie in the lines right after a hole's line (bytes ``start`` to ``end``)
+    that are all indented deeper than that line: what goes on from it (the contents of a bracket it
+    opens, the body of a block it heads), whatever a cut there left them? A hole on an empty line
+    has the indentation the fill gives it: unknown, so nothing goes on from it."""
+    first = line_end(data, end)
+    line = data[line_start(data, start) : first]
+    if at < first or line.strip(b"\r\n") == b"":
+        return False
+    width = indent_width(line)
+    lines = data[first : line_end(data, at)].split(b"\n")
+    return all(indent_width(line) > width for line in lines if line.strip())
 
 
 # An ended line in the REPL's mode: a block header reads as "incomplete input". A cut-off line is
