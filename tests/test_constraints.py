@@ -1050,6 +1050,26 @@ def test_a_fill_that_opens_another_block_than_a_cut_body_needs_is_not_valid_in_t
     assert request_valid(request, ["switch (kind) {"]) is True
 
 
+@pytest.mark.parametrize(
+    "language, doc, body, wrong, right",
+    [
+        # a constructor's first line cut: its parameters go on, deeper, to the `)` after the last one
+        ("java", "class A {\n  private int x;\n\n  |\n      int a,\n      int b) {\n    x = a + b;\n  }\n}\n",
+         "\n      int a,\n      int b) {\n", "public int get() {}", "public A("),
+        ("javascript", "function f(items) {\n  |\n    items,\n    (item) => item.name);\n  return names;\n}\n",
+         "\n    items,\n    (item) => item.name);\n", "log();", "const names = map("),
+    ],
+)
+def test_a_fill_that_leaves_the_lines_going_on_from_a_cut_line_stray_is_not_valid_in_the_end(language, doc, body, wrong, right):
+    # The stray closer is after code, on the last of the lines indented deeper than the hole's
+    text, at = cursor(doc)
+    request = FillRequest(text=text, holes=[Hole(at, at)], language=language)
+    check = RequestCheck(request)
+    assert text[at : at + check.headless[0]] == body
+    assert check.valid([wrong.encode()]) and request_valid(request, [wrong]) is False
+    assert request_valid(request, [right]) is True
+
+
 def test_a_fill_mends_a_row_cut_before_its_closer_by_closing_it():
     # `2},` cut from an object's row: the '}' after the hole is the outer object's, the row's is missing
     text = "const t = {\n  a: {x: 1},\n  b: {x: |\n  c: {x: 3},\n};\nf(t);\n"

@@ -366,9 +366,10 @@ class HoleContext:
     surplus: bool = False  # the text after the hole closes more than ``base`` holds
     # With ``surplus``, that text starts with a block's body, lines indented deeper than the hole's
     # line, and its first closer starts the next line indented no deeper, and not as the line of the
-    # innermost bracket open before the hole: the block's opening line is missing (cut where it
-    # stood), and only the fill can write it again (_headless): how many bytes after the hole that
-    # body spans, through its closer's line (0: the text after the hole is no such body).
+    # innermost bracket open before the hole, or ends the last of those lines after code (a
+    # parameter list's): the line that opened it is missing (cut where it stood), and only the fill
+    # can write it again (_headless): how many bytes after the hole that body spans, through its
+    # closer's line (0: the text after the hole is no such body).
     headless: int = 0
     after: tuple[str, ...] = ()  # the closers the text after the hole has that nothing there opens, in order
     # (up to the next hole, or where no error is, the end of the top-level node around the hole)
@@ -649,14 +650,18 @@ def _headless(data: bytes, row: int, end: int, closer: int, opened: int | None) 
     body without its opening line: the rest of the hole's line blank, at least one line of code,
     each indented deeper than the hole's line, and the closer first on its line, indented no deeper
     than the hole's line, and not as the line that opened the innermost bracket before the hole
-    (``opened``; then it would be that bracket's closer, as the layout reads it). 0 where they are
-    not."""
+    (``opened``; then it would be that bracket's closer, as the layout reads it); or the closer
+    after code on the last of such lines (what went on from the line the hole took: a parameter
+    list, a call's arguments). 0 where they are not."""
     nl = data.find(b"\n", end)
     if nl < 0 or nl >= closer or data[end:nl].strip():
         return 0
     width = indent_width(data[row:nl])
-    body = [x for x in data[nl + 1 : line_start(data, closer)].split(b"\n") if x.strip()]
     closing = data[line_start(data, closer) : closer]
+    if closing.strip():  # the closer after code: the lines that go on from the hole's, its own the last
+        lines = [x for x in data[nl + 1 : line_end(data, closer)].split(b"\n") if x.strip()]
+        return line_end(data, closer) - end if all(indent_width(x) > width for x in lines) else 0
+    body = [x for x in data[nl + 1 : line_start(data, closer)].split(b"\n") if x.strip()]
     if not body or closing.strip() or indent_width(closing) > width or not all(indent_width(x) > width for x in body):
         return 0
     if opened is not None and indent_width(data[line_start(data, opened) : opened]) == indent_width(closing):
