@@ -138,7 +138,8 @@ class RequestCheck:
         return False
 
     def final(self, fills: list[bytes]) -> bool:
-        """Is ``fills`` valid in the end (Fill.valid): it adds no error and leaves no closer stray?"""
+        """Is ``fills`` valid in the end (Fill.valid): it adds no error and leaves no block whose
+        opening line a hole's cut took broken (:meth:`strays`)?"""
         return self.valid(fills) and not self.strays(fills)
 
     def first_error(self, fills: list[bytes], hole: int) -> tuple[int, int] | None:

@@ -662,7 +662,7 @@ def _headless(data: bytes, row: int, end: int, closer: int, opened: int | None) 
         lines = [x for x in data[nl + 1 : line_end(data, closer)].split(b"\n") if x.strip()]
         return line_end(data, closer) - end if all(indent_width(x) > width for x in lines) else 0
     body = [x for x in data[nl + 1 : line_start(data, closer)].split(b"\n") if x.strip()]
-    if not body or closing.strip() or indent_width(closing) > width or not all(indent_width(x) > width for x in body):
+    if not body or indent_width(closing) > width or not all(indent_width(x) > width for x in body):
         return 0
     if opened is not None and indent_width(data[line_start(data, opened) : opened]) == indent_width(closing):
         return 0

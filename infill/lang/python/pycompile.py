@@ -190,10 +190,10 @@ def _continued(data: bytes, start: int, end: int, at: int) -> bool:
     opens, the body of a block it heads), whatever a cut there left them? A hole on an empty line
     has the indentation the fill gives it: unknown, so nothing goes on from it."""
     first = line_end(data, end)
-    line = data[line_start(data, start) : first]
-    if at < first or line.strip(b"\r\n") == b"":
+    own = data[line_start(data, start) : first]
+    if at < first or own.strip(b"\r\n") == b"":
         return False
-    width = indent_width(line)
+    width = indent_width(own)
     lines = data[first : line_end(data, at)].split(b"\n")
     return all(indent_width(line) > width for line in lines if line.strip())
 
