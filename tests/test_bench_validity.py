@@ -233,6 +233,11 @@ def test_run_writes_summary_and_records(tiny_engine, sources, tmp_path):
     by_mode = {m: [(r["path"], r["start"], r["reference"]) for r in records if r["mode"] == m]
                for m in ("constrained", "unconstrained")}
     assert by_mode["constrained"] == by_mode["unconstrained"]
+    # The constrained records' holes cut again from the sources, as the offline scripts read them
+    again = list(validity.recorded_cuts([tmp_path], sources))
+    assert [(r["path"], r["start"], r["reference"]) for _, r, _ in again] == by_mode["constrained"]
+    assert all(cut.reference == r["reference"] and cut.text == cut.original[: r["start"]] + cut.original[r["end"] :]
+               for _, r, cut in again)
 
 
 @pytest.mark.parametrize("contexts, before_each", [("cold", ["forget"]), ("warm", ["forget", "fill", "forget-fills"])])

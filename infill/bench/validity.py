@@ -54,13 +54,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import hashlib
+import json
 import logging
 import random
 import time
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import msgspec
 from rich.console import Console
@@ -386,6 +387,19 @@ def previous_line(original: str, start: int) -> str:
 def baseline_similarity(original: str, start: int, reference: str) -> float:
     """The edit similarity of the copy-the-previous-line baseline (:func:`previous_line`)."""
     return round(edit_similarity(previous_line(original, start).strip(), reference.strip()), 4)
+
+
+def recorded_cuts(dirs: Sequence[Path | str], sources: Path | str = DEFAULT_SOURCES) -> Iterator[tuple[str, dict, Cut]]:
+    """Each constrained record (no error) of the results directories ``dirs`` (``DIR/<language>/
+    results.jsonl``) with its hole cut again from ``sources``: (directory, record, cut), in order."""
+    for d in dirs:
+        for f in sorted(Path(d).glob("*/results.jsonl")):
+            for line in f.read_text(encoding="utf-8").splitlines():
+                r = json.loads(line)
+                if r.get("mode") != "constrained" or r.get("error"):
+                    continue
+                original = (source_dir(sources, r["language"]) / r["path"]).read_text(encoding="utf-8")
+                yield str(d), r, Cut(r["path"], original, r["start"], r["end"], r["kind"], r["line"])
 
 
 def judge(language: str, cut: Cut, fill: str) -> dict:
