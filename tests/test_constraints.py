@@ -343,6 +343,20 @@ def test_no_steering_inside_comments_interpolations_and_strings_a_fill_would_clo
     assert ctx.in_text and not ctx.string
 
 
+def test_a_hole_on_the_line_after_a_comment_that_holds_its_line_break_is_code():
+    # tree-sitter-rust's doc comments end after their line break: a hole at the next line's start
+    # (where the engine starts a hole after its line's indentation) is not in the comment, and a
+    # header cut there leaves its body headless
+    doc = "impl Foo {\n    /// Doc.\n    |\n        self.x + 1\n    }\n}\n"
+    text, i = cursor(doc)
+    start = text.rfind("\n", 0, i) + 1
+    for hole in ((i, i), (start, i)):
+        ctx = hole_context(Document(grammar("rust"), text, [hole]), 0)
+        assert not ctx.in_text and ctx.headless > 0, hole
+    text, i = cursor("impl Foo {\n    /// Doc.|\n    fn f() {}\n}\n")  # at the comment's end: in it
+    assert hole_context(Document(grammar("rust"), text, [(i, i)]), 0).in_text
+
+
 @pytest.mark.parametrize(
     "language, doc, quote",
     [

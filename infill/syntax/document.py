@@ -531,9 +531,11 @@ def _inside_text(g: Grammar, doc: Document, pos: int, end: int) -> tuple[bool, s
     caps = g.captures("strings", doc.tree.root_node, lo, pos + 1)
     for name, nodes in caps.items():
         for n in nodes:
-            if n.start_byte < pos < n.end_byte:
+            # a line comment that holds its line break (Rust's doc comments) ends before it
+            stop = n.end_byte - (name == "comment" and doc.data[n.end_byte - 1 : n.end_byte] == b"\n")
+            if n.start_byte < pos < stop:
                 return True, closing_quote(g, n, pos, end) if name == "string" else ""
-            if name == "comment" and n.start_byte < pos == n.end_byte and not doc.data[:pos].endswith(b"*/"):
+            if name == "comment" and n.start_byte < pos == stop and not doc.data[:pos].endswith(b"*/"):
                 return True, ""
     return False, ""
 
