@@ -23,17 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import infill.grammars as grammars_package
-from infill.text.textpos import byte_to_point
 
 log = logging.getLogger(__name__)
 
 GRAMMARS_DIR = Path(grammars_package.__file__).parent
 QUERY_NAMES = ("boundaries", "strings", "brackets")
-KEPT_TREES = 16  # parses kept per grammar (Grammar.parse): a keystroke parses its document and its judged region
-EDIT_BYTES = 256  # a kept parse is the start of a new one where one edit of at most this many bytes each side makes it
-# (typing: a keystroke reparses a large file in a fraction of a millisecond, where a parse from scratch takes
-# about 10 ms a 100 kB)
-_CHUNK = 4096  # bytes compared at a time while looking for where two texts part
+KEPT_TREES = 8  # whole parses kept per grammar (Grammar.parse)
 
 _warned: set[str] = set()
 _lock = threading.Lock()
@@ -122,17 +117,11 @@ class Grammar:
         return p
 
     def parse(self, data: bytes, old_tree=None):
-        """The tree of ``data``, the same as a parse from scratch. The last few are kept
-        (:data:`KEPT_TREES`): a request judges one document several times over (its constraint,
-        its retry, the check that an empty fill parses), and each would reparse a large file whole;
-        and where one edit of at most :data:`EDIT_BYTES` bytes makes ``data`` from a kept text (the
-        next keystroke's document, its judged region), it is reparsed incrementally from that one's
-        tree, and that parse stands where it has no error. Where it has one, ``data`` is parsed from
-        scratch: tree-sitter's error recovery may take another way through reused nodes (8 of 8,615
-        texts typed into cut files got other error nodes incrementally, all Java and C; with this
-        rule none of 27,197 differs in a node: bench/results/v2.39/incremental-*.txt). A tree is never
-        edited in place (copies are), so sharing one is safe. A parse from the caller's edited
-        ``old_tree`` is incremental, never kept."""
+        """The tree of ``data``. A parse from scratch is the same for the same bytes, so the last
+        few are kept (:data:`KEPT_TREES`): a request judges one document several times over (its
+        constraint, its retry, the check that an empty fill parses), and each would reparse a large
+        file whole. A tree is never edited in place (Document.parse edits a copy), so sharing one
+        is safe. A parse from an edited ``old_tree`` is incremental, never kept."""
         if old_tree is not None:
             return self.parser().parse(data, old_tree=old_tree)
         with self._trees_lock:
@@ -140,16 +129,7 @@ class Grammar:
             if tree is not None:
                 self._trees.move_to_end(data)
                 return tree
-            kept = list(self._trees.items())
-        base = next(((tree, old, edit) for old, tree in reversed(kept) if (edit := one_edit(old, data, EDIT_BYTES))), None)
-        if base is not None:
-            tree, old, (start, old_end, new_end) = base
-            tree = tree.copy()
-            tree.edit(start_byte=start, old_end_byte=old_end, new_end_byte=new_end, start_point=byte_to_point(old, start),
-                      old_end_point=byte_to_point(old, old_end), new_end_point=byte_to_point(data, new_end))
-            tree = self.parser().parse(data, old_tree=tree)
-        if base is None or tree.root_node.has_error:  # error recovery may not retrace a parse from scratch
-            tree = self.parser().parse(data)
+        tree = self.parser().parse(data)
         with self._trees_lock:
             self._trees[data] = tree
             while len(self._trees) > KEPT_TREES:
@@ -173,36 +153,6 @@ class Grammar:
         if start or end is not None:
             cursor.set_byte_range(start, end if end is not None else node.end_byte)
         return cursor.captures(node)
-
-
-def one_edit(old: bytes, new: bytes, limit: int) -> tuple[int, int, int] | None:
-    """(start, end in ``old``, end in ``new``) of the one edit that makes ``new`` from ``old``,
-    keeping as much of their start and then of their end as they share; None where it spans more
-    than ``limit`` bytes of either, or more than they share (two short texts that have little in common)."""
-    if abs(len(old) - len(new)) > limit:
-        return None
-    n = min(len(old), len(new))
-    start = _shared(lambda a, b: old[a:b] == new[a:b], n)
-    end = _shared(lambda a, b: old[len(old) - b : len(old) - a] == new[len(new) - b : len(new) - a], n - start)
-    if max(len(old), len(new)) - start - end > min(limit, start + end):
-        return None
-    return start, len(old) - end, len(new) - end
-
-
-def _shared(same, n: int) -> int:
-    """The largest k <= n with ``same(0, k)``, where ``same(a, b)`` says whether two texts agree
-    on [a, b) (counted from their start, or from their end): a chunk at a time, then halving."""
-    k = 0
-    while k < n and same(k, min(n, k + _CHUNK)):
-        k = min(n, k + _CHUNK)
-    lo, hi = k, min(n, k + _CHUNK)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if same(k, mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 @functools.cache
