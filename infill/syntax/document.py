@@ -535,7 +535,7 @@ def _inside_text(g: Grammar, doc: Document, pos: int, end: int) -> tuple[bool, s
             stop = n.end_byte - (name == "comment" and doc.data[n.end_byte - 1 : n.end_byte] == b"\n")
             if n.start_byte < pos < stop:
                 return True, closing_quote(g, n, pos, end) if name == "string" else ""
-            if name == "comment" and n.start_byte < pos == stop and not doc.data[:pos].endswith(b"*/"):
+            if name == "comment" and n.start_byte < pos == stop and not doc.data.endswith(b"*/", 0, pos):
                 return True, ""
     return False, ""
 
