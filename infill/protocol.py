@@ -86,12 +86,24 @@ class Timings(msgspec.Struct):
     rank_ms: float = 0.0  # ranking candidates by the text after the hole (a causal model's, Engine.pick)
 
 
+class Partial(msgspec.Struct, frozen=True):
+    """What a fill stopped under its floor had written (FillResult.below_floor): the text of its
+    committed tokens (the healed bytes its first token writes again left out) and each token's
+    log-probability, whose sum is the Fill's score. Token i writes ``text[ends[i - 1]:ends[i]]``
+    (from 0 for the first; a character split over tokens counts where it completes)."""
+
+    text: str
+    ends: list[int]
+    logprobs: list[float]
+
+
 class FillResult(msgspec.Struct):
     fills: list[Fill]  # one per hole, in request order
     timings: Timings
     model: str
     below_floor: bool = False  # stopped under SamplingOptions.min_score: every fill is empty, valid None, and scored
     # by the tokens it had (at least what the whole fill would have scored)
+    partial: list[Partial] = []  # with below_floor, per hole: what it had written
 
 
 class Draft(msgspec.Struct):

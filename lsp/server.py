@@ -31,7 +31,7 @@ from pygls.lsp.server import LanguageServer
 from infill.text import textpos
 from infill.text.cursor import word_before
 from infill.errors import Cancelled, InfillError
-from infill.protocol import FillRequest, FillResult, Hole, SamplingOptions, Snippet
+from infill.protocol import FillRequest, FillResult, Hole, Partial, SamplingOptions, Snippet
 from infill.text import related
 from infill.text.files import RELATED_MAX_BYTES
 
@@ -110,6 +110,29 @@ def typed_through(offered: tuple[str, int, str] | None, text: str, offset: int) 
     return rest if rest.strip() else None
 
 
+def quiet_through(quiet: tuple[str, int, Partial, float] | None, text: str, offset: int, floor: float | None) -> float | None:
+    """Where the user typed the start of a fill that stopped under the floor (``quiet``: the text
+    it was for, the cursor's offset, what it had written, the floor), the score of its tokens that
+    lie wholly after what was typed; None where that is not so, or where that rest is not under
+    ``floor`` (the floor in force now): a fill is then due (a pure function).
+
+    The fill would write that rest again after the typed text, each token no likelier than it was
+    (the same text before it), then more tokens and its end, each log-probability at most 0: its
+    score stays under the floor, so no suggestion would be shown. Only a token that the typed
+    text cuts is left out of the sum, which errs toward running the model."""
+    if quiet is None or floor is None:
+        return None
+    before, at, partial, was = quiet
+    typed = offset - at
+    if was != floor or not 0 < typed < len(partial.text) or len(text) != len(before) + typed:
+        return None
+    if text[at:offset] != partial.text[:typed] or text[:at] != before[:at] or text[offset:] != before[at:]:
+        return None
+    starts = [0, *partial.ends[:-1]]
+    rest = sum(lp for start, lp in zip(starts, partial.logprobs) if start >= typed)
+    return rest if rest < floor else None
+
+
 def trim_trailing_blank_line(fill: str, rest_of_line: str) -> str:
     """``fill`` without a last line of only whitespace when nothing follows the cursor on its line:
     accepting it would leave a whitespace-only line (the model wrote the next line's indentation)."""
@@ -155,6 +178,9 @@ class InfillServer(LanguageServer):
         self._refused: set[str] = set()  # languages already told (once per session) that they get no fills
         self.offered: dict[tuple[str, str], tuple[str, int, str]] = {}  # per document and kind of request, the last
         # suggestion at the cursor (the text it was for, the cursor's offset, the fill shown): typing it on needs no fill
+        self.quiet: dict[tuple[str, str], tuple[str, int, Partial, float]] = {}  # per document and kind of request, the
+        # last fill at the cursor that stopped under the floor (the text, the cursor, what it had written, the floor):
+        # typing its start on needs no fill while the rest still scores under the floor (quiet_through)
         self._draft_ids = itertools.count(1)  # each ghost-text fill that streams drafts: its infill/draft "id"
         # Per document, the context snippets last chosen: (the hole's line, the other documents' versions, snippets)
         self._related: dict[str, tuple[int, tuple, list[Snippet]]] = {}
@@ -347,6 +373,12 @@ class InfillServer(LanguageServer):
         if rest is not None:  # the user typed the start of the last suggestion: the rest of it stands
             self.offered[(uri, kind)] = (text, offset, rest)
             return text, offset, rest, cursor
+        under = quiet_through(self.quiet.get((uri, kind)), text, offset, self.min_score())
+        if under is not None:  # the user typed the start of a fill that fell under the floor: its rest still does
+            log.debug("quiet at %s:%d: typed the start of a fill under the floor, its rest scores %.3f", uri,
+                      position.line + 1, under)
+            return None
+        self.quiet.pop((uri, kind), None)
         prepared = documents.prepare(text, [Hole(offset, offset, self.options.max_tokens)])
         request = FillRequest(text=prepared.text, holes=prepared.holes, language=doc.language_id,
                               options=self.sampling(cursor=True), path=uri, context=self.related_context(uri, doc, prepared))
@@ -366,6 +398,8 @@ class InfillServer(LanguageServer):
                   t.tokens_filled, t.context_tokens, result.fills[0].score, result.fills[0].valid)
         if result.below_floor:
             log.debug("stopped a fill under the floor (%.3f) at %s:%d", self.min_score(), uri, position.line + 1)
+            if result.partial and self.min_score() is not None:
+                self.quiet[(uri, kind)] = (text, offset, result.partial[0], self.min_score())
         if doc.version != version or self.document(uri) is not doc or doc.source != text:
             log.debug("dropping a fill for an outdated version of %s", uri)
             return None
@@ -463,6 +497,7 @@ def create_server(model: str | None = None, device: str | None = None, token: st
         for kind in CURSOR_KINDS:
             ls.scheduler.cancel((params.text_document.uri, "cursor", kind))
             ls.offered.pop((params.text_document.uri, kind), None)
+            ls.quiet.pop((params.text_document.uri, kind), None)
         ls.scheduler.cancel((params.text_document.uri, "holes"))
         ls._related.pop(params.text_document.uri, None)
 

@@ -588,3 +588,9 @@ def test_a_fill_that_falls_under_its_floor_stops_there_and_says_so(default_engin
     assert whole.fills[0].score <= high.fills[0].score < -0.05  # what it had: at least what the whole fill scores
     assert high.timings.steps < whole.timings.steps and high.timings.rounds == 1
     assert default_engine.recent_fills  # what it had: the next keystroke's drafts
+    # and what it had, as text and each token's log-probability, which sum to its score
+    (had,) = high.partial
+    assert had.text and whole.fills[0].text.startswith(had.text.rstrip("\n")), (had, whole.fills[0])
+    assert len(had.ends) == len(had.logprobs) and had.ends == sorted(had.ends) and had.ends[-1] == len(had.text)
+    assert sum(had.logprobs) == pytest.approx(high.fills[0].score, abs=1e-4) and max(had.logprobs) <= 0
+    assert not whole.partial and not low.partial

@@ -32,7 +32,7 @@ from infill.model import registry
 from infill.model.budget import budget_split, trim
 from infill.model.device import resolve_device, resolve_dtype
 from infill.model.seam import DiffusionModel, Tokenizer
-from infill.protocol import Draft, Fill, FillRequest, FillResult, SamplingOptions, Timings
+from infill.protocol import Draft, Fill, FillRequest, FillResult, Partial, SamplingOptions, Timings
 from infill.engine.drafts import PromptLookup, RecentFills
 from infill.engine.finish import (Finisher, as_result, drop_indent, join_scaffold, merge_retry, result_rank, stay_quiet,
                                   strict_request)
@@ -649,7 +649,7 @@ class Engine:
         denoise_ms = (time.perf_counter() - t0) * 1000
         if sunk is not None:
             self.keep_drafts(state, [prepared[ri].request.path for ri in rows])
-            self.below_floor(prepared, indices, results, rows, sunk, Timings(
+            self.below_floor(prepared, indices, results, rows, state, sunk, Timings(
                 tokenize_ms=0.0, context_ms=context_ms, denoise_ms=denoise_ms, steps=sunk[1],
                 constrain_ms=syntax.seconds * 1000 if syntax is not None else 0.0), t_start)
             return
@@ -728,24 +728,43 @@ class Engine:
         scores = committed_scores(state, self.model.pad_id, holes).cpu()
         return scores if bool((scores < floor).any(1).all()) else None
 
-    def below_floor(self, prepared, indices, results, rows, sunk, timings: Timings, t_start: float) -> None:
+    def below_floor(self, prepared, indices, results, rows, state: Windows, sunk, timings: Timings, t_start: float) -> None:
         """Each request's result where its chunk stopped under the floor (``sunk``: the rows'
         committed_scores and the step): :meth:`floor_result` of its rows."""
         scores, _ = sunk
         for ri, p in enumerate(prepared):
             mine = [r for r in range(len(rows)) if rows[r] == ri]
-            results[indices[ri]] = self.floor_result(p, scores[mine], timings, t_start)
+            results[indices[ri]] = self.floor_result(p, state, mine, scores[mine], timings, t_start)
 
-    def floor_result(self, p: _Prepared, scores: torch.Tensor, timings: Timings, t_start: float) -> FillResult:
-        """``p``'s result where its rows stopped under the floor (``scores``: their committed_scores):
-        empty fills, scored by the candidate whose committed tokens score highest, valid None
-        (nothing was judged), FillResult.below_floor."""
+    def floor_result(self, p: _Prepared, state: Windows, mine: list[int], scores: torch.Tensor, timings: Timings,
+                     t_start: float) -> FillResult:
+        """``p``'s result where its rows ``mine`` of ``state`` stopped under the floor (``scores``:
+        their committed_scores): empty fills, scored by the candidate whose committed tokens score
+        highest, valid None (nothing was judged), FillResult.below_floor, and what that candidate
+        had written (:meth:`partial`)."""
         best = max(range(scores.shape[0]), key=lambda r: float(scores[r, : len(p.heals)].sum()))
         fills = [Fill(text="", score=float(scores[best, h])) for h in range(len(p.heals))]
+        partial = [self.partial(state, mine[best], h, p.heals[h]) for h in range(len(p.heals))]
         total_ms = (time.perf_counter() - t_start) * 1000
         t = msgspec.structs.replace(timings, tokenize_ms=p.tokenize_ms, total_ms=total_ms + p.tokenize_ms,
                                     context_tokens=sum(len(s) for s in p.segments), candidates=scores.shape[0])
-        return FillResult(fills=fills, timings=t, model=self.model_id, below_floor=True)
+        return FillResult(fills=fills, timings=t, model=self.model_id, below_floor=True, partial=partial)
+
+    def partial(self, state: Windows, r: int, h: int, heal: bytes) -> Partial:
+        """Hole h of row r's committed tokens (a frontier schedule's: its first slots), as text and
+        log-probabilities (:class:`infill.protocol.Partial`, which committed_scores sums)."""
+        slots = (state.hole[r] == h).nonzero().flatten().tolist()
+        ids, masked, lp = state.ids[r].tolist(), state.masked[r].tolist(), state.logprob[r].float().tolist()
+        data, cuts, logprobs = b"", [], []
+        for k in slots:
+            if masked[k] or ids[k] == self.model.pad_id:
+                break
+            data += self.tokenizer.token_bytes(ids[k])
+            cuts.append(max(len(data) - len(heal), 0))
+            logprobs.append(lp[k])
+        data = data[len(heal):] if data.startswith(heal) else data
+        ends = [len(data[:c].decode("utf-8", "ignore")) for c in cuts]
+        return Partial(text=data.decode("utf-8", "ignore"), ends=ends, logprobs=logprobs)
 
     def layout(self, prepared: list[_Prepared], ctx_len: int) -> "_Layout":
         """Candidate rows in document order: context positions, window slots and their holes."""

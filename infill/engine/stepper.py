@@ -366,7 +366,8 @@ class Stepper:
         self.engine.keep_drafts(slot.state, [slot.prepared.request.path] * slot.rows)
         timings = Timings(context_ms=slot.context_ms, denoise_ms=slot.t_denoise * 1000, steps=slot.steps,
                           constrain_ms=slot.syntax.seconds * 1000 if slot.syntax is not None else 0.0)
-        self._finish(slot, self.engine.floor_result(slot.prepared, scores, timings, slot.t_start))
+        self._finish(slot, self.engine.floor_result(slot.prepared, slot.state, list(range(slot.rows)), scores, timings,
+                                                    slot.t_start))
         return True
 
     def _finish(self, slot: Slot, result: FillResult) -> None:

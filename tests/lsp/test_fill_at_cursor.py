@@ -235,3 +235,65 @@ async def test_other_open_documents_of_the_language_give_context(tiny_engine, re
         assert seen[-1].context == []
     finally:
         server.scheduler.shutdown()
+
+
+def test_quiet_through_holds_only_while_the_typed_start_leaves_a_rest_under_the_floor():
+    from infill.lsp.server import quiet_through
+    from infill.protocol import Partial
+
+    # "compute(1)" written as "comp" "ute" "(1)": log-probabilities -0.5, -1.0, -2.0 (score -3.5)
+    had = Partial(text="compute(1)", ends=[4, 7, 10], logprobs=[-0.5, -1.0, -2.0])
+    quiet = ("x = \ny = 2\n", 4, had, -2.5)
+    assert quiet_through(quiet, "x = c\ny = 2\n", 5, -2.5) == -3.0  # "comp" is cut: left out of the rest
+    assert quiet_through(quiet, "x = comp\ny = 2\n", 8, -2.5) == -3.0
+    assert quiet_through(quiet, "x = compu\ny = 2\n", 9, -2.5) is None  # the rest, "(1)", scores -2.0: over the floor
+    assert quiet_through(quiet, "x = comp\ny = 2\n", 8, -3.5) is None  # another floor: a fill is due
+    assert quiet_through(quiet, "x = comp\ny = 2\n", 8, None) is None
+    assert quiet_through(quiet, "x = cusp\ny = 2\n", 8, -2.5) is None  # typed something else
+    assert quiet_through(quiet, "x = comp\ny = 3\n", 8, -2.5) is None  # the rest of the document changed
+    assert quiet_through(quiet, "x = \ny = 2\n", 4, -2.5) is None  # nothing typed
+    assert quiet_through(quiet, "x = compute(1)\ny = 2\n", 14, -2.5) is None  # all of it typed
+    assert quiet_through(None, "x = c\ny = 2\n", 5, -2.5) is None
+
+
+@pytest.mark.asyncio
+async def test_typing_the_start_of_a_fill_under_the_floor_stays_quiet_without_a_fill(tiny_engine):
+    """Issue 28: a fill at the cursor stops once it scores under the floor (the default model's,
+    tests/test_engine.py) and says what it had written. Where the user then types the start of it
+    and the rest still scores under the floor: no suggestion, and no fill run for it; typing
+    something else, or on past where the rest scores under the floor, or another floor, runs one."""
+    from infill.protocol import Fill, FillResult, Partial, Timings
+
+    server = _server(tiny_engine)
+    server.options, _ = parse_options({**FAST, "minScore": -1.0})
+    had = Partial(text="lo(1, 2)", ends=[2, 3, 4, 8], logprobs=[-0.1, -0.5, -1.0, -1.0])
+    asked = []
+
+    async def under_the_floor(key, request, **kwargs):
+        asked.append(request.text)
+        return FillResult(fills=[Fill(text="", score=-2.6)], timings=Timings(), model="stub", below_floor=True, partial=[had])
+
+    server.scheduler.fill = under_the_floor
+
+    def type_at_the_cursor(typed: str, version: int) -> None:
+        text = SOURCE.replace("y = hel\n", "y = hel" + typed + "\n")
+        server.workspace.update_text_document(types.VersionedTextDocumentIdentifier(uri=URI, version=version),
+                                              types.TextDocumentContentChangeWholeDocument(text=text))
+    try:
+        assert await server.fill_at_cursor(URI, types.Position(5, 7), automatic=True) is None and len(asked) == 1
+        for n, typed in enumerate(("l", "lo", "lo("), start=2):  # the rest: -2.5, -2.5, -2.0 (< -1.0)
+            type_at_the_cursor(typed, n)
+            assert await server.fill_at_cursor(URI, types.Position(5, 7 + len(typed)), automatic=True) is None
+        assert len(asked) == 1, "no fill ran"
+        type_at_the_cursor("lo(1", 5)  # the rest, ", 2)", scores -1.0: not under the floor
+        await server.fill_at_cursor(URI, types.Position(5, 11), automatic=True)
+        assert len(asked) == 2
+        type_at_the_cursor("x", 6)  # the second fill was for "lo(1": this is something else
+        await server.fill_at_cursor(URI, types.Position(5, 8), automatic=True)
+        assert len(asked) == 3
+        type_at_the_cursor("xl", 7)
+        server.options, _ = parse_options({**FAST, "minScore": -0.5})  # another floor
+        await server.fill_at_cursor(URI, types.Position(5, 9), automatic=True)
+        assert len(asked) == 4
+    finally:
+        server.scheduler.shutdown()
