@@ -113,13 +113,16 @@ def typed_through(offered: tuple[str, int, str] | None, text: str, offset: int) 
 def quiet_through(quiet: tuple[str, int, Partial, float] | None, text: str, offset: int, floor: float | None) -> float | None:
     """Where the user typed the start of a fill that stopped under the floor (``quiet``: the text
     it was for, the cursor's offset, what it had written, the floor), the score of its tokens that
-    lie wholly after what was typed; None where that is not so, or where that rest is not under
-    ``floor`` (the floor in force now): a fill is then due (a pure function).
+    lie wholly after what was typed and before the end of its line; None where that is not so, or
+    where that rest is not under ``floor`` (the floor in force now): a fill is then due (a pure
+    function).
 
-    The fill would write that rest again after the typed text, each token no likelier than it was
-    (the same text before it), then more tokens and its end, each log-probability at most 0: its
-    score stays under the floor, so no suggestion would be shown. Only a token that the typed
-    text cuts is left out of the sum, which errs toward running the model."""
+    The fill would write that rest again after the typed text, each token about as likely as it
+    was (the same text before it), then maybe more tokens and its end, each log-probability at
+    most 0: its score stays under the floor, so no suggestion would be shown. The sum stops at the
+    line's end because a suggestion after code on its line ends there (typing on an empty line puts
+    code before the cursor); a token that the typed text or the line break cuts is left out too,
+    which errs toward running the model."""
     if quiet is None or floor is None:
         return None
     before, at, partial, was = quiet
@@ -128,8 +131,10 @@ def quiet_through(quiet: tuple[str, int, Partial, float] | None, text: str, offs
         return None
     if text[at:offset] != partial.text[:typed] or text[:at] != before[:at] or text[offset:] != before[at:]:
         return None
+    line_end = partial.text.find("\n", typed)
+    line_end = len(partial.text) if line_end < 0 else line_end
     starts = [0, *partial.ends[:-1]]
-    rest = sum(lp for start, lp in zip(starts, partial.logprobs) if start >= typed)
+    rest = sum(lp for start, end, lp in zip(starts, partial.ends, partial.logprobs) if start >= typed and end <= line_end)
     return rest if rest < floor else None
 
 

@@ -254,6 +254,12 @@ def test_quiet_through_holds_only_while_the_typed_start_leaves_a_rest_under_the_
     assert quiet_through(quiet, "x = \ny = 2\n", 4, -2.5) is None  # nothing typed
     assert quiet_through(quiet, "x = compute(1)\ny = 2\n", 14, -2.5) is None  # all of it typed
     assert quiet_through(None, "x = c\ny = 2\n", 5, -2.5) is None
+    # on an empty line: once a character is typed, a suggestion ends with its line, so the tokens of the
+    # lines after it (and one that holds the line break) are no part of the rest
+    lines = Partial(text="run()\n    stop()", ends=[3, 6, 10, 16], logprobs=[-0.1, -0.2, -3.0, -3.0])
+    assert quiet_through(("    \n", 4, lines, -1.0), "    r\n", 5, -1.0) is None  # "()\n" holds the break: rest 0
+    lines = Partial(text="run(x)\n    stop()", ends=[3, 5, 7, 11, 17], logprobs=[-0.1, -1.5, -0.2, -3.0, -3.0])
+    assert quiet_through(("    \n", 4, lines, -1.0), "    r\n", 5, -1.0) == -1.5  # "(x": under the floor alone
 
 
 @pytest.mark.asyncio
