@@ -760,10 +760,11 @@ class Engine:
             if masked[k] or ids[k] == self.model.pad_id:
                 break
             data += self.tokenizer.token_bytes(ids[k])
-            cuts.append(max(len(data) - len(heal), 0))
+            cuts.append(len(data))
             logprobs.append(lp[k])
-        data = data[len(heal):] if data.startswith(heal) else data
-        ends = [len(data[:c].decode("utf-8", "ignore")) for c in cuts]
+        skip = len(heal) if data.startswith(heal) else 0
+        data = data[skip:]
+        ends = [len(data[: max(c - skip, 0)].decode("utf-8", "ignore")) for c in cuts]
         return Partial(text=data.decode("utf-8", "ignore"), ends=ends, logprobs=logprobs)
 
     def layout(self, prepared: list[_Prepared], ctx_len: int) -> "_Layout":
