@@ -1053,7 +1053,9 @@ class Engine:
         """Where a ranked request's one hole got a fill that adds no error but leaves its document broken where
         the text after the hole closes brackets nothing before it opens (syntax.constraint.mendable:
         a hole cut where a block's opening line stood leaves that block's closer stray, and the fill
-        ended its line without opening it: ``}`` + nothing, where `` else {`` stood), greedy fills
+        ended its line without opening it: ``}`` + nothing, where `` else {`` stood), or an invalid
+        fill where the text after the hole is such a body (syntax.constraint.headless: a header that
+        ends before its ``{``, a statement where a ``match`` stood), greedy fills
         that mend (Shape.mends: they may not break their first line or end before it opens what
         the text after it closes, and where the model would, it writes the opener; the finisher
         cuts them back to where they mend the document, Finisher._cut_to_mend): one that commits
@@ -1066,7 +1068,7 @@ class Engine:
             return []
         fill, spans = result.fills[0], [(h.start, h.end) for h in req.holes]
         if fill.valid is None or not (syntax_constraints.mendable(req.language, req.text, spans, [p.indents[0] + fill.text]) if fill.valid
-                                      else syntax_constraints.strays(req, [p.indents[0] + fill.text])):
+                                      else syntax_constraints.headless(req)):
             return []
         line = fill.text.split("\n", 1)[0]
         mends = replace(p.shape, mends=True)

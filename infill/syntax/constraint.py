@@ -54,7 +54,7 @@ from infill.syntax.steering import LexState, Lexer
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RequestCheck", "SyntaxConstraint", "block_heads", "for_chunk", "is_clean", "is_valid", "mendable", "request_valid", "strays",
+__all__ = ["RequestCheck", "SyntaxConstraint", "block_heads", "for_chunk", "headless", "is_clean", "is_valid", "mendable", "request_valid", "strays",
            "truncate_completion", "verdict"]
 
 _SYNTAX_CHARS = set("()[]{}\"'`")
@@ -200,6 +200,16 @@ def strays(request: FillRequest, fills: list[str]) -> bool:
     (RequestCheck.strays)? False without a usable grammar."""
     try:
         return RequestCheck(request).strays(_encoded(fills))
+    except LookupError:
+        return False
+
+
+def headless(request: FillRequest) -> bool:
+    """Is the text after one of ``request``'s holes a block's body whose opening line the hole's cut
+    took (HoleContext.headless), so that only a fill that writes that line again leaves its document
+    whole? False without a usable grammar."""
+    try:
+        return any(RequestCheck(request).headless)
     except LookupError:
         return False
 

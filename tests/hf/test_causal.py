@@ -1286,11 +1286,14 @@ def test_a_ranked_fill_that_leaves_its_document_broken_branches_into_one_that_me
     fresh = branches[-1]
     assert tok.decode(fresh.leads[0]) == line.heals[0].decode() + line.indents[0]
     assert tok.decode([fresh.bans[0][1]]).strip() and fresh.bans[0][0] == len(fresh.leads[0])
-    assert engine.mend_branch(p, FillResult([Fill(text=")", score=-1.0, valid=False)], Timings(), "m")) == []
+    # an invalid fill branches too where the text after its hole is a block's body whose opening line the cut took
+    invalid = FillResult([Fill(text=")", score=-1.0, valid=False)], Timings(), "m")
+    assert [tok.decode(x.leads[0]) for x in engine.mend_branch(p, invalid)][0] == p.heals[0].decode() + ")"
     broken = "function f(x) {\n  let y = ;\n  return 1;\n}\n"  # broken elsewhere: no bracket a fill could open
     at2 = broken.index("return 1;") + len("return 1;")
     other = engine.prepare(FillRequest(text=broken, holes=[Hole(start=at2, end=at2, max_tokens=8)], language="javascript"))
     assert engine.mend_branch(other, result(" // one")) == []
+    assert engine.mend_branch(other, invalid) == []  # nor an invalid fill there: no body lost its opening line
     one = engine_of(hf_dirs("causal-llama"), candidates=1)  # unranked: nothing to choose with
     assert one.mend_branch(one.prepare(req), result(" else")) == []
     got = [None]  # (the random model's branch writes junk on its line, which opens nothing: it adds no error, but
