@@ -414,6 +414,9 @@ def test_a_hole_in_a_string_its_line_leaves_open_starts_in_it_and_must_close_it(
         ("python", 's = "a\\', ""),  # right after a backslash: what it escapes is not known
         ("rust", "fn f<'a>(x: &'a str) -> char { 'b", ""),  # lifetimes; a ' opens a char literal only where one closes
         ("rust", 'let s = "ab', ""),  # Rust strings span lines
+        ("rust", "    ('\\u{1e60}', '\\u{1e", "'"),  # a char literal begun with an escape (a table's row cut in it)
+        ("rust", "    ('\\u{1e60}', '\\", ""),  # right after its backslash
+        ("rust", "x.starts_with('\\n') && f::<'a", ""),  # closed, then a lifetime
         ("c", "char c = 'a", "'"),
         ("javascript", "f(`abc", ""),
         ("javascript", '/* "x */ y = "ab', '"'),

@@ -686,7 +686,9 @@ def _pair(pairs: dict[str, str], stack: list[str], after: tuple[str, ...]) -> tu
 def open_string(spec: LanguageSpec, code: str) -> str:
     """The delimiter of a one-line string that ``code`` (text that starts in code, a line's start
     up to a hole) opens and leaves open at its end; "" where none is (or the text ends in a
-    comment, or right after a backslash in the string). Only quotes and comments are read."""
+    comment, or right after a backslash in the string). Only quotes and comments are read; where
+    a ``'`` opens a char literal only when one closes it (``char_literal`` "closed"), one followed
+    by an escape opens one all the same (a lifetime has none: ``'\\u{1e`` is a char being typed)."""
     i, n = 0, len(code)
     while i < n:
         if any(code.startswith(c, i) for c in spec.line_comment):
@@ -698,11 +700,13 @@ def open_string(spec: LanguageSpec, code: str) -> str:
                 return ""
             i = close + len(block[1])
             continue
+        quote = next((q for q in spec.quotes if code.startswith(q, i)), None)
         if spec.char_literal == "closed" and code[i] == "'":
             m = CLOSED_CHAR.match(code, i)
-            i += len(m.group(0)) if m else 1  # else a lifetime
-            continue
-        quote = next((q for q in spec.quotes if code.startswith(q, i)), None)
+            if m is not None or not code.startswith("\\", i + 1):
+                i += len(m.group(0)) if m else 1  # a char literal, or a lifetime
+                continue
+            quote = "'"  # an escape after it: a char literal (no lifetime has one), read as a one-line string
         if quote is None:
             i += 1
             continue
