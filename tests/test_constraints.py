@@ -1308,3 +1308,13 @@ def test_block_heads_are_the_documents_own_block_openers_that_mend_it():
     mid = whole.index("return a") + 3
     assert block_heads("go", whole, [(mid, mid)]) == []
     assert block_heads("go", whole, [(body + 2, body + 2)]) == []
+
+
+@pytest.mark.parametrize("language", ["javascript", "typescript", "tsx"])
+def test_block_heads_read_a_braces_opener_where_a_template_substitution_closes_with_the_same_brace(language):
+    # `}` closes both `{` and `${` in these languages: the heads are the lines that open a `{`.
+    text = ("describe('a', () => {\n  it('b', () => {\n    f(`${x}`)\n  })\n})\n\n"
+            "describe('c', () => {\n  it('d', () => {\n    g()\n  })\n})\n")
+    cut = text.index("describe('c'")
+    text = text[:cut] + text[text.index("\n", cut) + 1 :]  # the second describe's opening line cut
+    assert block_heads(language, text, [(cut, cut)])[:1] == ["describe"]

@@ -472,7 +472,7 @@ def openers_needed(doc: Document) -> str:
     """The brackets that the text after the last hole closes and opens nowhere, as the openers
     a fill there would leave open, outermost first (for a hole with no bracket open before it)."""
     g, root = doc.grammar, doc.tree.root_node
-    opener = {c: o for o, c in g.spec.brackets.items()}
+    opener = g.spec.openers
     return "".join(opener[n.type] for n in reversed(list(_unmatched(g, root, doc.spans[-1][1], None))) if n.type in opener)
 
 
@@ -495,7 +495,7 @@ def block_heads(doc: Document, i: int, indent: str = "", limit: int = 2) -> list
     its hole). [] where the hole is not at a line's start, or its text after closes nothing stray."""
     ctx, (s, _) = hole_context(doc, i), doc.spans[i]
     before = doc.data[line_start(doc.data, s) : s]
-    opener = {c: o for o, c in doc.grammar.spec.brackets.items()}.get(ctx.after[0], "") if ctx.surplus else ""
+    opener = doc.grammar.spec.openers.get(ctx.after[0], "") if ctx.surplus else ""
     if ctx.in_text or before.strip() or not opener:
         return []
     width = indent_width(before + indent.encode())

@@ -59,6 +59,11 @@ class LanguageSpec:
     directive: tuple[str, ...] = ()  # what starts a line that is not code for the layout (C's preprocessor lines)
     separators: tuple[str, ...] = ()  # what may follow a closed bracket to end a list's item or a statement
 
+    @property
+    def openers(self) -> dict[str, str]:
+        """Closer -> the one-character opener it closes (``{`` for ``}``, never a template's ``${``)."""
+        return {c: o for o, c in self.brackets.items() if len(o) == 1}
+
     @classmethod
     def from_table(cls, name: str, t: dict) -> "LanguageSpec":
         return cls(

@@ -261,7 +261,7 @@ class Lexer:
         k, m = plan
         if k:
             return [self.pairs[self._open(st)[-1]]]
-        opener = {c: o for o, c in self.pairs.items() if len(o) == 1}.get(self.ctx.after[m - 1])
+        opener = self.spec.openers.get(self.ctx.after[m - 1])
         return [f" {opener}", opener] if opener else []
 
     def mended(self, st: LexState) -> bool:
