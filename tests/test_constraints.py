@@ -8,7 +8,7 @@ import torch
 
 from infill.model.seam import Capabilities
 
-from infill.syntax.constraint import RequestCheck, SyntaxConstraint, block_heads, for_chunk, is_clean, is_valid, mendable, request_valid
+from infill.syntax.constraint import RequestCheck, SyntaxConstraint, block_heads, for_chunk, is_clean, is_valid, mendable, reopens, request_valid
 from infill.syntax.languages import grammar
 from infill.model.network import BoundContext
 from infill.protocol import FillRequest, Hole, SamplingOptions
@@ -1318,3 +1318,19 @@ def test_block_heads_read_a_braces_opener_where_a_template_substitution_closes_w
     cut = text.index("describe('c'")
     text = text[:cut] + text[text.index("\n", cut) + 1 :]  # the second describe's opening line cut
     assert block_heads(language, text, [(cut, cut)])[:1] == ["describe"]
+
+
+def test_reopens_names_the_closer_that_a_line_closing_its_block_and_opening_the_next_starts_with():
+    # `} catch (E e) {` cut: the try owes its catch, and the text after the hole closes the try's block
+    text = "class A {\n  void f() {\n    try {\n      g();\n    \n      h();\n    }\n  }\n}\n"
+    at = text.index("    \n      h") + 4
+
+    def at_(i):
+        return FillRequest(text=text, holes=[Hole(start=i, end=i)], language="java")
+
+    assert reopens(at_(at)) == "}"
+    assert reopens(at_(text.index("g();") + 2)) == ""  # code before it on its line
+    assert reopens(at_(len(text))) == ""  # nothing open before it
+    headless = text.replace("    try {\n", "    \n")  # a body that lost its opening line: not this kind
+    assert reopens(FillRequest(text=headless, holes=[Hole(start=headless.index("    \n") + 4, end=headless.index("    \n") + 4)],
+                               language="java")) == ""

@@ -1061,17 +1061,23 @@ class Engine:
         cuts them back to where they mend the document, Finisher._cut_to_mend): one that commits
         the fill's first line, and one that writes a first line of its own, not started with the
         fill's first word (:meth:`first_word`: a fill that began a comment or a statement that no
-        opener can follow).
+        opener can follow). An invalid fill on a line of its own inside a block whose closer the
+        text after it has, where no body lost its opening line, gets one that starts by closing that
+        block and must open the next (a line that did both was cut: ``} catch (E e) {``, where a
+        ``try`` is owed its ``catch``; syntax.constraint.reopens).
         None elsewhere."""
         req = p.request
         if p.shape.opener or not req.options.constrained or not self.ranks_one_hole(req):
             return []
         fill, spans = result.fills[0], [(h.start, h.end) for h in req.holes]
-        if fill.valid is None or not (syntax_constraints.mendable(req.language, req.text, spans, [p.indents[0] + fill.text]) if fill.valid
-                                      else syntax_constraints.headless(req)):
+        mends = replace(p.shape, mends=True)
+        if fill.valid is False and not syntax_constraints.headless(req):
+            closer = syntax_constraints.reopens(req)
+            leads = self.lead_with(p, closer) if closer else None
+            return [self.branch(p, leads, None, mends)] if leads is not None else []
+        if fill.valid is None or (fill.valid and not syntax_constraints.mendable(req.language, req.text, spans, [p.indents[0] + fill.text])):
             return []
         line = fill.text.split("\n", 1)[0]
-        mends = replace(p.shape, mends=True)
         # and lines begun as the document's own lines that open such a block begin (`if`, `func`)
         heads = [w for w in syntax_constraints.block_heads(req.language, req.text, [(h.start, h.end) for h in req.holes], p.indents[0])
                  if not line.strip().startswith(w)]

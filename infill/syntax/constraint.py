@@ -51,10 +51,11 @@ from infill.syntax.document import Document, ErrorSpan, block_heads as block_hea
 from infill.syntax.hooks import Shape, hooks_for
 from infill.syntax.languages import grammar as lookup_grammar
 from infill.syntax.steering import LexState, Lexer
+from infill.text.textpos import line_start
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RequestCheck", "SyntaxConstraint", "block_heads", "for_chunk", "headless", "is_clean", "is_valid", "mendable", "request_valid", "strays",
+__all__ = ["RequestCheck", "SyntaxConstraint", "block_heads", "for_chunk", "headless", "is_clean", "is_valid", "mendable", "reopens", "request_valid", "strays",
            "truncate_completion", "verdict"]
 
 _SYNTAX_CHARS = set("()[]{}\"'`")
@@ -212,6 +213,20 @@ def headless(request: FillRequest) -> bool:
         return any(RequestCheck(request).headless)
     except LookupError:
         return False
+
+
+def reopens(request: FillRequest) -> str:
+    """The closer of the innermost bracket open before ``request``'s one hole, where the hole starts
+    its line (after its indentation) and the text after it closes that bracket, no more: a fill
+    there may close that block and open the next (``} else {``, ``} catch (E e) {``) and leave the
+    brackets as they were. "" elsewhere, or without a usable grammar."""
+    doc = _document(request.language, request.text, [(h.start, h.end) for h in request.holes])
+    if doc is None or len(request.holes) != 1:
+        return ""
+    ctx, s = hole_context(doc, 0), doc.spans[0][0]
+    if ctx.in_text or ctx.surplus or not ctx.base or not ctx.needed or doc.data[line_start(doc.data, s) : s].strip():
+        return ""
+    return doc.grammar.spec.brackets[ctx.base[-1]]
 
 
 def is_clean(language: str | None, text: str, holes: list[tuple[int, int]], fills: list[str]) -> bool | None:

@@ -1294,6 +1294,13 @@ def test_a_ranked_fill_that_leaves_its_document_broken_branches_into_one_that_me
     other = engine.prepare(FillRequest(text=broken, holes=[Hole(start=at2, end=at2, max_tokens=8)], language="javascript"))
     assert engine.mend_branch(other, result(" // one")) == []
     assert engine.mend_branch(other, invalid) == []  # nor an invalid fill there: no body lost its opening line
+    # an invalid fill where a line that closed a block and opened the next was cut (a try owes its
+    # catch): one branch, begun by closing the block the text after the hole closes, that must open one
+    java = "class A {\n  void f() {\n    try {\n      g();\n    \n      h();\n    }\n  }\n}\n"
+    jat = java.index("    \n      h") + 4
+    jp = engine.prepare(FillRequest(text=java, holes=[Hole(start=jat, end=jat, max_tokens=8)], language="java"))
+    (reopen,) = engine.mend_branch(jp, FillResult([Fill(text="h();", score=-1.0, valid=False)], Timings(), "m"))
+    assert tok.decode(reopen.leads[0]) == jp.heals[0].decode() + jp.indents[0] + "}" and reopen.shape.mends
     one = engine_of(hf_dirs("causal-llama"), candidates=1)  # unranked: nothing to choose with
     assert one.mend_branch(one.prepare(req), result(" else")) == []
     got = [None]  # (the random model's branch writes junk on its line, which opens nothing: it adds no error, but
