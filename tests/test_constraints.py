@@ -1334,3 +1334,13 @@ def test_reopens_names_the_closer_that_a_line_closing_its_block_and_opening_the_
     headless = text.replace("    try {\n", "    \n")  # a body that lost its opening line: not this kind
     assert reopens(FillRequest(text=headless, holes=[Hole(start=headless.index("    \n") + 4, end=headless.index("    \n") + 4)],
                                language="java")) == ""
+
+
+def test_a_line_insertion_whose_unit_leaves_the_document_invalid_has_not_said_all():
+    """Finisher.said_all: a whole-line insertion ends once its syntactic unit has (a statement's
+    line), not where that leaves the document invalid (a header whose body is still to come)."""
+    from infill.engine.finish import Finisher
+
+    header = request("def t():\n    @memo\n|\n    assert f(1) == 1\n", window=16)
+    assert Finisher(None, constraint_for(header)).said_all(0, header, 0, "    def f(x):\n") is None
+    assert Finisher(None, constraint_for(header)).said_all(0, header, 0, "    def f(x): return x\n") == len("    def f(x): return x")

@@ -207,7 +207,8 @@ class Finisher:
         that keep their answer as the fill grows (nothing written after would be kept):
 
         * finishing would cut it (it repeats itself or the text after the hole, :func:`cut_repeats`;
-          in a constrained row, a cursor insertion's syntactic unit has ended);
+          in a constrained row, a cursor insertion's syntactic unit has ended, and where the row has
+          one hole, ended where the document with it is valid: not a header whose body is to come);
         * the hole's line goes on after it, or a cursor suggestion (no minimum) starts after code
           on its line: a fill ends with its first line (an insertion at a line's start, before
           code, is not inside that line: it inserts whole lines, :func:`text_after`);
@@ -234,7 +235,9 @@ class Finisher:
         if self.syntax is None or not self.syntax.checked(r) or request.text[hole.start : hole.end].strip():
             return None
         cut = self.syntax.truncate(r, i, text)
-        return len(cut) if cut != text else None
+        if cut == text or (len(request.holes) == 1 and self.syntax.judge(r, [cut]) is False):
+            return None  # (a unit that leaves its document invalid has not ended: a header before its body)
+        return len(cut)
 
     def finish_row(self, r: int, request: FillRequest, fills: list[Fill], ran_out: list[bool]) -> list[Fill]:
         """Row r's fills as a result has them: cut where they start to loop (infill/engine/repeats.py;
