@@ -8,7 +8,7 @@ import torch
 
 from infill.model.seam import Capabilities
 
-from infill.syntax.constraint import RequestCheck, SyntaxConstraint, block_heads, for_chunk, is_clean, is_valid, mendable, reopens, request_valid
+from infill.syntax.constraint import RequestCheck, SyntaxConstraint, block_heads, block_tails, for_chunk, is_clean, is_valid, mendable, reopens, request_valid
 from infill.syntax.languages import grammar
 from infill.model.network import BoundContext
 from infill.protocol import FillRequest, Hole, SamplingOptions
@@ -1288,6 +1288,38 @@ func h() {
 def _go_holes(text: str) -> tuple[str, list[int]]:
     at = [i - k for k, i in enumerate(i for i, c in enumerate(text) if c == "|")]
     return text.replace("|", ""), at
+
+
+JS_TAILS = """describe('a', () => {
+  it('b', () => {
+    run(() => {
+      x();
+    });
+    run(() => {
+      z();
+    });
+  });
+|
+    y();
+  });
+});
+"""
+
+
+def test_block_tails_are_how_the_documents_own_lines_that_open_a_callback_end():
+    at = JS_TAILS.index("|")
+    text = JS_TAILS.replace("|", "")
+    req = lambda t, a: FillRequest(text=t, holes=[Hole(start=a, end=a, max_tokens=8)], language="javascript")  # noqa: E731
+    # `it('c', () => {` cut: the fill must open `(` and `{`; the document's own lines that leave exactly
+    # those open end so, from their first such bracket on: the commonest first, then the shortest
+    assert block_tails(req(text, at)) == ["(() => {", "('a', () => {"]
+    # not at a line's start; nothing to open (the hole inside a body); one opener only (a mend writes it)
+    assert block_tails(req(text, at - 1)) == []
+    whole = JS_TAILS.replace("|", "  it('c', () => {")
+    assert block_tails(req(whole, whole.index("x();"))) == []
+    one = text.replace("  });\n});\n", "  }\n});\n")  # `if (c) {` cut: only `{` to open
+    assert block_tails(req(one, at)) == []
+    assert block_tails(FillRequest(text=text, holes=[Hole(start=at, end=at, max_tokens=8)], language="nope")) == []
 
 
 def test_block_heads_are_the_documents_own_block_openers_that_mend_it():

@@ -1061,7 +1061,9 @@ class Engine:
         cuts them back to where they mend the document, Finisher._cut_to_mend): one that commits
         the fill's first line, and one that writes a first line of its own, not started with the
         fill's first word (:meth:`first_word`: a fill that began a comment or a statement that no
-        opener can follow). An invalid fill on a line of its own inside a block whose closer the
+        opener can follow); and where the line must open several brackets (a callback's
+        ``(() => {``), one per way the document's own lines that open them end (syntax.constraint.block_tails),
+        that end put after the model's fill (:meth:`tail_branch`). An invalid fill on a line of its own inside a block whose closer the
         text after it has, where no body lost its opening line, gets one that starts by closing that
         block and must open the next (a line that did both was cut: ``} catch (E e) {``, where a
         ``try`` is owed its ``catch``; syntax.constraint.reopens).
@@ -1078,10 +1080,12 @@ class Engine:
         if fill.valid is None or (fill.valid and not syntax_constraints.mendable(req.language, req.text, spans, [p.indents[0] + fill.text])):
             return []
         line = fill.text.split("\n", 1)[0]
-        # and lines begun as the document's own lines that open such a block begin (`if`, `func`)
+        # and lines begun as the document's own lines that open such a block begin (`if`, `func`),
+        # and lines whose end is written as theirs end, the model writing what comes before it
         heads = [w for w in syntax_constraints.block_heads(req.language, req.text, [(h.start, h.end) for h in req.holes], p.indents[0])
                  if not line.strip().startswith(w)]
         started = [self.branch(p, leads, None, mends) for leads in (self.lead_with(p, w) for w in heads) if leads is not None]
+        started += [self.tail_branch(p, tail) for tail in syntax_constraints.block_tails(req)]
         if not line.strip():
             return [self.branch(p, list(p.leads[0]), None, mends), *started]
         # and a line of its own, not started as the fill's (which may be a comment, an assignment)
@@ -1089,6 +1093,19 @@ class Engine:
         fresh = [self.branch(p, *word, mends)] if word is not None else []
         leads = self.lead_with(p, line)
         return [self.branch(p, leads, None, mends)] * (leads is not None) + fresh + started
+
+    def tail_branch(self, p: _Prepared, tail: str) -> _Prepared:
+        """The greedy fill of p's one hole followed by ``tail`` (Shape.opener: the syntax checks
+        judge the fill with it after it, and it goes into the fill; the finisher cuts a fill that
+        wrote its own back to the longest that parses so). A model that reads the text after the
+        hole reads the tail first, that segment kept to the length it had (its end trimmed) so the
+        context stays in budget; a left-to-right model, which reads nothing after its window,
+        writes the head alone as it would."""
+        last = p.segments[-1]
+        if last:
+            last = self.tokenizer.encode(tail + self.tokenizer.decode(last))[: len(last)]
+        q = replace(p, segments=[*p.segments[:-1], last])
+        return self.branch(q, list(p.leads[0]), None, replace(p.shape, opener=tail))
 
     def lead_with(self, p: _Prepared, text: str) -> list[int] | None:
         """The tokens of p's one hole's window that write ``text`` first (after the healed bytes and

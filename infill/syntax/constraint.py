@@ -47,7 +47,7 @@ import time
 import torch
 
 from infill.protocol import FillRequest
-from infill.syntax.document import Document, ErrorSpan, block_heads as block_heads_of, hole_context, truncate_completion, unbalanced
+from infill.syntax.document import Document, ErrorSpan, block_heads as block_heads_of, block_tails as block_tails_of, hole_context, truncate_completion, unbalanced
 from infill.syntax.hooks import Shape, hooks_for
 from infill.syntax.languages import grammar as lookup_grammar
 from infill.syntax.steering import LexState, Lexer
@@ -55,7 +55,7 @@ from infill.text.textpos import line_start
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RequestCheck", "SyntaxConstraint", "block_heads", "for_chunk", "headless", "is_clean", "is_valid", "mendable", "reopens", "request_valid", "strays",
+__all__ = ["RequestCheck", "SyntaxConstraint", "block_heads", "block_tails", "for_chunk", "headless", "is_clean", "is_valid", "mendable", "reopens", "request_valid", "strays",
            "truncate_completion", "verdict"]
 
 _SYNTAX_CHARS = set("()[]{}\"'`")
@@ -251,6 +251,13 @@ def block_heads(language: str | None, text: str, holes: list[tuple[int, int]], i
     first. [] without a usable grammar."""
     doc = _document(language, text, holes)
     return block_heads_of(doc, len(holes) - 1, indent) if doc is not None else []
+
+
+def block_tails(request: FillRequest) -> list[str]:
+    """document.block_tails of ``request``'s last hole: how the document's own lines that open what
+    a fill there must open end (``(() => {``). [] without a usable grammar."""
+    doc = _document(request.language, request.text, [(h.start, h.end) for h in request.holes])
+    return block_tails_of(doc, len(request.holes) - 1) if doc is not None else []
 
 
 class SyntaxConstraint:

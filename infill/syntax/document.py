@@ -518,6 +518,42 @@ def block_heads(doc: Document, i: int, indent: str = "", limit: int = 2) -> list
     return [w.decode("utf-8", "replace") for w in ranked[:limit]]
 
 
+def block_tails(doc: Document, i: int, limit: int = 2) -> list[str]:
+    """The texts that the document's own lines which open what a fill of hole ``i`` must open end
+    with, from the first bracket they leave open on: ``(() => {`` where a cut took a callback's
+    opening line. What the fill must open: the openers of the closers that the text after the
+    hole has and nothing opens, beyond those that close the brackets open before it
+    (``HoleContext.after`` against ``base``), at least two of them (one opener is what a mend
+    branch writes itself). Read from the document's lines, so no language's syntax is named here;
+    most common first, then shortest. [] where the hole is not at a line's start, or is in a string
+    or comment, or the text after it closes the brackets before it out of order."""
+    ctx, (s, _) = hole_context(doc, i), doc.spans[i]
+    data, g = doc.data, doc.grammar
+    m = len(ctx.after) - len(ctx.base)
+    if ctx.in_text or data[line_start(data, s) : s].strip() or m < 2:
+        return []
+    pairs = g.spec.brackets
+    if any(pairs[o] != c for o, c in zip(reversed(ctx.base), ctx.after[m:])):
+        return []
+    needed = [g.spec.openers[c] for c in reversed(ctx.after[:m])]
+    counts: dict[bytes, int] = {}
+    by_line: dict[int, list] = {}
+    for n in _brackets(g, doc.tree.root_node, 0, None):
+        by_line.setdefault(line_start(data, n.start_byte), []).append(n)
+    for row, nodes in by_line.items():
+        stack: list = []
+        for n in nodes:
+            if n.type in pairs:
+                stack.append(n)
+            elif stack and pairs[stack[-1].type] == n.type:
+                stack.pop()
+        if [n.type for n in stack] == needed and not data[stack[-1].end_byte : line_end(data, row)].strip():
+            tail = data[stack[0].start_byte : stack[-1].end_byte]
+            counts[tail] = counts.get(tail, 0) + 1
+    ranked = sorted(counts, key=lambda t: (-counts[t], len(t)))
+    return [t.decode("utf-8", "replace") for t in ranked[:limit]]
+
+
 def unbalanced(ctx: HoleContext, pairs: dict[str, str]) -> bool:
     """Does the text after a hole close brackets, but not exactly those open before it (more,
     other or fewer), so that a fill that opens or closes the difference could mend it?"""

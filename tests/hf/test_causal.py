@@ -1301,6 +1301,21 @@ def test_a_ranked_fill_that_leaves_its_document_broken_branches_into_one_that_me
     jp = engine.prepare(FillRequest(text=java, holes=[Hole(start=jat, end=jat, max_tokens=8)], language="java"))
     (reopen,) = engine.mend_branch(jp, FillResult([Fill(text="h();", score=-1.0, valid=False)], Timings(), "m"))
     assert tok.decode(reopen.leads[0]) == jp.heals[0].decode() + jp.indents[0] + "}" and reopen.shape.mends
+    # a callback's opening line cut (`run(() => {`): a branch whose fill the model writes before the
+    # document's own such lines' end, read after the hole and put into the fill (Shape.opener)
+    cb = "function f() {\n  run(() => {\n    a();\n  });\n  \n    b();\n  });\n}\n"
+    cat = cb.index("\n  \n") + 3
+    cp = engine.prepare(FillRequest(text=cb, holes=[Hole(start=cat, end=cat, max_tokens=8)], language="javascript"))
+    tails = [x for x in engine.mend_branch(cp, FillResult([Fill(text="b();", score=-1.0, valid=False)], Timings(), "m")) if x.shape.opener]
+    (tail,) = tails
+    assert tail.shape.opener == "(() => {" and not tail.shape.mends and tail.leads == cp.leads
+    # the text after the hole, as far as the context holds it, reads the tail first (in the same budget)
+    assert tok.decode(tail.segments[-1]).startswith("(() => {") and len(tail.segments[-1]) == len(cp.segments[-1]) > 0
+    assert tail.segments[:-1] == cp.segments[:-1] and tail.request.options.candidates == 1
+    got = [None]
+    with torch.inference_mode():
+        engine._fill_prepared([tail], [0], got, None, None, None)
+    assert got[0].fills[0].text.endswith("(() => {")  # the tail goes into the fill (judged with it)
     one = engine_of(hf_dirs("causal-llama"), candidates=1)  # unranked: nothing to choose with
     assert one.mend_branch(one.prepare(req), result(" else")) == []
     got = [None]  # (the random model's branch writes junk on its line, which opens nothing: it adds no error, but
