@@ -221,6 +221,17 @@ def test_a_fill_cut_and_closed_takes_what_ends_its_statement_where_it_needs_one(
     assert r.fills[0].text == "2, 3, 4, 5);" and r.fills[0].valid is True
 
 
+def test_a_fill_where_only_a_statements_end_was_cut_is_that_end(tiny_engine, monkeypatch):
+    from infill.protocol import Fill
+
+    text = "int main(void) {\n    foo(1, 2)\n    return 0;\n}\n"  # the call's `;` cut: the model writes nothing
+    real = tiny_engine.decode_row
+    monkeypatch.setattr(tiny_engine, "decode_row", lambda *a: ([Fill(text="", score=0.0)], *real(*a)[1:]))
+    at = text.index("\n    return")
+    r = tiny_engine.fill(FillRequest(text=text, holes=[Hole(at, at, 8)], language="c", options=SamplingOptions(candidates=1)))
+    assert r.fills[0].text == ";" and r.fills[0].valid is True
+
+
 @pytest.mark.parametrize("constrained", [True, False])
 def test_a_fill_that_loops_is_cut_where_it_starts_to(tiny_engine, monkeypatch, constrained):
     from infill.protocol import Fill
