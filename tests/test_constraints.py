@@ -1306,6 +1306,19 @@ JS_TAILS = """describe('a', () => {
 """
 
 
+def test_block_heads_put_first_the_head_that_the_word_after_the_stray_closer_continues():
+    java = "class A {\n  int f() {\n    \n      return g();\n    } catch (Exception e) {\n      return 0;\n    }\n  }\n}\n"
+    at = java.index("    \n") + 4
+    # `try {` cut: no line of the document begins with `try`, but `} catch` continues only a `try`'s block
+    assert block_heads("java", java, [(at, at)])[0] == "try"
+    go = "func f(a int) int {\n\t\n\t\treturn 1\n\t} else {\n\t\treturn 2\n\t}\n}\n"
+    gat = go.index("\t\n") + 1
+    assert block_heads("go", go, [(gat, gat)])[0] == "if"
+    # a closer that no table word follows keeps the document's own heads
+    plain = go.replace("\t} else {\n\t\treturn 2\n\t}\n", "\t}\n")
+    assert block_heads("go", plain, [(gat, gat)]) == ["func"]
+
+
 def test_block_tails_are_how_the_documents_own_lines_that_open_a_callback_end():
     at = JS_TAILS.index("|")
     text = JS_TAILS.replace("|", "")

@@ -491,8 +491,10 @@ def block_heads(doc: Document, i: int, indent: str = "", limit: int = 2) -> list
     document with no error at all (``errors``' clean: the block's body after the hole is one that
     such a line opens, a struct's fields or a statement's body), then the rest; each group most
     common first, lines at the hole's indentation before the others; of the HEAD_TRIES most
-    common. ``indent``: the indentation that the fill writes first (the engine moves a line's into
-    its hole). [] where the hole is not at a line's start, or its text after closes nothing stray."""
+    common; before them all, the word that the language's table says opens a block whose closer
+    the word after the stray closer follows (``LanguageSpec.continuations``: ``} catch`` -> ``try``).
+    ``indent``: the indentation that the fill writes first (the engine moves a line's into its
+    hole). [] where the hole is not at a line's start, or its text after closes nothing stray."""
     ctx, (s, _) = hole_context(doc, i), doc.spans[i]
     before = doc.data[line_start(doc.data, s) : s]
     opener = doc.grammar.spec.openers.get(ctx.after[0], "") if ctx.surplus else ""
@@ -515,6 +517,13 @@ def block_heads(doc: Document, i: int, indent: str = "", limit: int = 2) -> list
         return doc.errors(fills)[2]
 
     ranked.sort(key=lambda w: not mends(w))  # stable: most common first within each group
+    # The word after the stray closer on its line tells the block's head where the language's table
+    # says so (``} catch`` -> ``try``): first, though no line of the document shows it.
+    closer = next(_unmatched(doc.grammar, doc.tree.root_node, doc.spans[i][1], None), None)
+    word = _HEAD_WORD.match(doc.data[closer.end_byte : line_end(doc.data, closer.end_byte)].strip()) if closer is not None else None
+    head = doc.grammar.spec.continuations.get(word.group().decode("utf-8", "replace"), "") if word is not None else ""
+    if head:
+        ranked = [head.encode(), *(w for w in ranked if w != head.encode())]
     return [w.decode("utf-8", "replace") for w in ranked[:limit]]
 
 

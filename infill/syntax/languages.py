@@ -58,6 +58,8 @@ class LanguageSpec:
     char_literal: str | None = None  # "closed": a ' starts a char literal only where one closes it (else a lifetime)
     directive: tuple[str, ...] = ()  # what starts a line that is not code for the layout (C's preprocessor lines)
     separators: tuple[str, ...] = ()  # what may follow a closed bracket to end a list's item or a statement
+    # a word that may follow a block's closer on its line -> the word its opening line begins with (`catch` -> `try`)
+    continuations: dict[str, str] = field(default_factory=dict)
 
     @property
     def openers(self) -> dict[str, str]:
@@ -84,6 +86,7 @@ class LanguageSpec:
             char_literal=t.get("char_literal"),
             directive=tuple(t.get("directive", [])),
             separators=tuple(t.get("separators", [])),
+            continuations=dict(t.get("continuations", {})),
         )
 
 
