@@ -1025,6 +1025,20 @@ def test_a_fill_that_mends_may_end_only_once_the_brackets_left_open_are_those_th
     assert hole_context(balanced, 0).after == (")",)
 
 
+def test_a_fill_that_mends_may_not_write_an_empty_pair_of_the_opener_it_owes():
+    # `type T struct {` cut before a struct's fields: `struct{}` (one token) would leave the owed `{` out of place
+    text = "package p\n\n\n\tr io.Reader\n\tpath string\n}\n"
+    at = text.index("\n\n\t") + 1
+    ctx = hole_context(Document(grammar("go"), text, [(at, at)]), 0)
+    assert ctx.after == ("}",) and not ctx.base
+    mends, plain = Lexer(grammar("go").spec, replace(ctx, mends=True)), Lexer(grammar("go").spec, ctx)
+    st = mends.feed(mends.start, "type T struct")[0]
+    assert mends.empties_owed(st, "{}") and mends.empties_owed(st, " {}") and not mends.empties_owed(st, " {")
+    assert not plain.empties_owed(plain.feed(plain.start, "type T struct")[0], "{}")  # only a fill that mends owes it
+    opened = mends.feed(mends.start, "x := map[string]int{")[0]
+    assert not mends.empties_owed(opened, "{}")  # owed no more once opened
+
+
 def test_a_fill_that_adds_no_error_but_leaves_a_cut_blocks_closer_stray_is_not_valid_in_the_end():
     # `items.forEach((item) => {` cut: its `});` is stray, an error the document with the hole has already
     text, at = cursor("function run(items) {\n  |\n    console.log(item);\n  });\n  return items;\n}\n")
@@ -1204,7 +1218,7 @@ def test_the_last_masked_slot_before_committed_ones_closes_a_due_bracket():
 def test_a_mending_fill_writes_the_opener_where_the_model_would_end_or_break_its_line(list_tokenizer):
     from infill.syntax.hooks import Shape
 
-    tok = list_tokenizer(["<pad>", "<mask>", "<eos>", " else", " {", "\n", " x", "{"])
+    tok = list_tokenizer(["<pad>", "<mask>", "<eos>", " else", " {", "\n", " x", "{", " {}"])
     text = "function f(x) {\n  if (x) {\n    a();\n  }|\n    b();\n  }\n  return 1;\n}\n"
     req = request(text, language="javascript", window=4)
     e, brace, nl, x = (tok.vocab.index(t) for t in (" else", " {", "\n", " x"))
@@ -1221,6 +1235,11 @@ def test_a_mending_fill_writes_the_opener_where_the_model_would_end_or_break_its
     last = windows([[e, x, x, MASK]], [[False, False, False, True]])  # the last slot: nothing it ranks may end the fill
     tokens, allowed = mending.steer(last, torch.tensor([[e, x, x, x]]), last.masked.clone(), lambda r, k: [x])
     assert tokens[0, 3] == brace and allowed[0, 3]
+    empty = tok.vocab.index(" {}")  # an empty pair of the opener it owes: refused, its next best taken
+    tokens, allowed = plain.steer(state, torch.tensor([[e, empty, PAD, PAD]]), state.masked.clone(), lambda r, k: [brace])
+    assert tokens[0, 1] == empty and allowed[0, 1]
+    tokens, allowed = mending.steer(state, torch.tensor([[e, empty, PAD, PAD]]), state.masked.clone(), lambda r, k: [brace])
+    assert tokens[0, 1] == brace and allowed[0, 1]
 
 
 # A method's '{' cut, a doc comment after it: the header alone parses as a call, and the tree's root is an ERROR.
@@ -1314,9 +1333,10 @@ def test_block_heads_put_first_the_head_that_the_word_after_the_stray_closer_con
     go = "func f(a int) int {\n\t\n\t\treturn 1\n\t} else {\n\t\treturn 2\n\t}\n}\n"
     gat = go.index("\t\n") + 1
     assert block_heads("go", go, [(gat, gat)])[0] == "if"
-    # a closer that no table word follows keeps the document's own heads
+    # a closer that no table word follows: the document's `func` does not mend a function's body,
+    # the language's example lines that do come first (no line of the document begins with them)
     plain = go.replace("\t} else {\n\t\treturn 2\n\t}\n", "\t}\n")
-    assert block_heads("go", plain, [(gat, gat)]) == ["func"]
+    assert block_heads("go", plain, [(gat, gat)]) == ["if", "for"]
 
 
 def test_block_tails_are_how_the_documents_own_lines_that_open_a_callback_end():
@@ -1341,12 +1361,12 @@ def test_block_heads_are_the_documents_own_block_openers_that_mend_it():
     # indentation, in order of appearance where equally common; `func` and `type` lines are elsewhere.
     assert block_heads("go", text[: top] + text[top:].replace("\tb int\n}\n", ""), [(body, body)], "\t") == ["if", "for"]
     # A struct's opening line cut at the top level: `func` lines are the commoner there, but only
-    # `type ... struct {` opens a block whose body is fields; the document has none, so none mends
-    # and they come by how common they are (at the hole's indentation first)...
+    # `type ... struct {` opens a block whose body is fields; the document has none, so its own
+    # lines' words do not mend, and the language's example line `type T struct {` does: first...
     whole = text[:body] + "\tif a < 0 {" + text[body:]
     top += len("\tif a < 0 {")
-    assert block_heads("go", whole, [(top, top)]) == ["func", "if"]
-    # ...and with one, `type` comes first, though `func` lines are commoner.
+    assert block_heads("go", whole, [(top, top)]) == ["type", "func"]
+    # ...as with a line of its own, though `func` lines are commoner.
     typed = "type T struct {\n\ta int\n}\n\n" + whole
     assert block_heads("go", typed, [(top + 26, top + 26)]) == ["type", "func"]
     # Not at a line's start, or nothing stray after the hole: none.

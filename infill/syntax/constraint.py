@@ -464,7 +464,7 @@ class SyntaxConstraint:
             if not text.startswith(heal):
                 return False
             text = text[len(heal) :]
-        if lexer.ctx.mends and "\n" in text and not lexer.may_break(st, text[: text.index("\n")]):
+        if lexer.ctx.mends and (("\n" in text and not lexer.may_break(st, text[: text.index("\n")])) or lexer.empties_owed(st, text)):
             return False
         if rest is not None:
             text += rest

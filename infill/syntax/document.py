@@ -491,7 +491,9 @@ def block_heads(doc: Document, i: int, indent: str = "", limit: int = 2) -> list
     document with no error at all (``errors``' clean: the block's body after the hole is one that
     such a line opens, a struct's fields or a statement's body), then the rest; each group most
     common first, lines at the hole's indentation before the others; of the HEAD_TRIES most
-    common; before them all, the word that the language's table says opens a block whose closer
+    common, and after those that mend, the words of the language's example lines
+    (``LanguageSpec.block_lines``) that the document has no such line of, where one mends it;
+    before them all, the word that the language's table says opens a block whose closer
     the word after the stray closer follows (``LanguageSpec.continuations``: ``} catch`` -> ``try``).
     ``indent``: the indentation that the fill writes first (the engine moves a line's into its
     hole). [] where the hole is not at a line's start, or its text after closes nothing stray."""
@@ -516,7 +518,18 @@ def block_heads(doc: Document, i: int, indent: str = "", limit: int = 2) -> list
         fills[i] = indent.encode() + counts[word][2]
         return doc.errors(fills)[2]
 
-    ranked.sort(key=lambda w: not mends(w))  # stable: most common first within each group
+    mending = [w for w in ranked if mends(w)]  # most common first within each group
+    # and after those, the words of the language's example lines (LanguageSpec.block_lines) that the
+    # document has no such line of, where one mends it (a struct's fields in a file with no other struct)
+    for line in doc.grammar.spec.block_lines:
+        code, word = line.encode(), _HEAD_WORD.match(line.encode())
+        if word is not None and word.group() not in counts and code.endswith(opener.encode()):
+            counts[word.group()] = [0, 0, code]
+            if mends(word.group()):
+                mending.append(word.group())
+            else:
+                del counts[word.group()]
+    ranked = mending + [w for w in ranked if w not in mending]
     # The word after the stray closer on its line tells the block's head where the language's table
     # says so (``} catch`` -> ``try``): first, though no line of the document shows it.
     closer = next(_unmatched(doc.grammar, doc.tree.root_node, doc.spans[i][1], None), None)

@@ -60,6 +60,7 @@ class LanguageSpec:
     separators: tuple[str, ...] = ()  # what may follow a closed bracket to end a list's item or a statement
     # a word that may follow a block's closer on its line -> the word its opening line begins with (`catch` -> `try`)
     continuations: dict[str, str] = field(default_factory=dict)
+    block_lines: tuple[str, ...] = ()  # example lines that open a block (`type T struct {`), tried where a document has none
 
     @property
     def openers(self) -> dict[str, str]:
@@ -87,6 +88,7 @@ class LanguageSpec:
             directive=tuple(t.get("directive", [])),
             separators=tuple(t.get("separators", [])),
             continuations=dict(t.get("continuations", {})),
+            block_lines=tuple(t.get("block_lines", [])),
         )
 
 

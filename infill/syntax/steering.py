@@ -251,6 +251,16 @@ class Lexer:
         ``mends`` before it has (:meth:`mended`): the opener it must write ends its first line."""
         return not self.ctx.mends or self.mended(self.feed(st, text)[0])
 
+    def empties_owed(self, st: LexState, text: str) -> bool:
+        """Does ``text``, after the state ``st`` of a fill that ``mends``, write an empty pair of the
+        opener that the fill must open next (``{}`` where it owes ``{``: Go's ``struct{}``, one
+        token)? The owed opener then comes after it, out of place (``struct{} {``)."""
+        plan = self._mend_plan(st) if self.ctx.mends else None
+        if not plan or plan[0] or not plan[1]:
+            return False
+        opener = self.spec.openers.get(self.ctx.after[plan[1] - 1])
+        return bool(opener) and opener + self.pairs[opener] in text
+
     def mend_next(self, st: LexState) -> list[str]:
         """For a fill that ``mends`` and may not end yet after the state ``st``, the bracket to
         write next (with a space first, then without): the innermost of its own to close, else
