@@ -230,6 +230,13 @@ def test_a_fill_where_only_a_statements_end_was_cut_is_that_end(tiny_engine, mon
     at = text.index("\n    return")
     r = tiny_engine.fill(FillRequest(text=text, holes=[Hole(at, at, 8)], language="c", options=SamplingOptions(candidates=1)))
     assert r.fills[0].text == ";" and r.fills[0].valid is True
+    # but not a separator that parses (C's comma operator) where the document it leaves stays broken
+    text = "int f(void) {\n  y = (e - e / (D\n      e / (F - 1)) / 365;\n  return y;\n}\n"
+    at = text.index("\n      e")
+    r = tiny_engine.fill(FillRequest(text=text, holes=[Hole(at, at, 8)], language="c", options=SamplingOptions(candidates=1)))
+    from infill.syntax.constraint import is_valid
+
+    assert is_valid("c", text, [(at, at)], [","]) and r.fills[0].text != "," and r.fills[0].valid is False
 
 
 @pytest.mark.parametrize("constrained", [True, False])

@@ -377,8 +377,9 @@ class Finisher:
         of the brackets it leaves open (the constraint's ``close``, steering.Lexer.close): the first
         of at most MAX_CUTS such that makes row r valid; failing those (or where the first leaves
         an error of the document's), each cut with its closers and then one of its language's
-        separators (``},``, ``);``: LanguageSpec.separators; a separator alone last), the first
-        that leaves no error at all, else the first valid; None if none does (or hole i is not steered). Where no prefix
+        separators (``},``, ``);``: LanguageSpec.separators; a separator alone last, and only where
+        it leaves no error at all), the first that leaves no error at all, else the first valid;
+        None if none does (or hole i is not steered). Where no prefix
         parses as it is, a loop in a dict ends ``'a': 1,\\n    }`` rather than broken."""
         syntax = self.syntax
         if not syntax.steered(r, i):
@@ -401,10 +402,11 @@ class Finisher:
         # Then each with what ends a list's item or a statement after its closers (a table's row
         # ``{7, 0x40}`` followed by the next: ``{7, 0x40},``), the cuts that close nothing too, and
         # last the separator alone (a hole where only a statement's ``;`` was cut): the first that
-        # leaves no error at all, else the first valid.
+        # leaves no error at all, else the first valid but a separator alone (a ``,`` that parses
+        # as C's comma operator where the document stays broken is no fill).
         ended = [_with_separator(c, sep) for cut, closed in closes.items() for c in [closed or cut] if c.strip() or not c for sep in seps]
         ok = [c for c in ended[:MAX_CUTS] if valid(c)]
-        return next((c for c in ok if clean(c)), found if found is not None else next(iter(ok), None))
+        return next((c for c in ok if clean(c)), found if found is not None else next((c for c in ok if c not in seps), None))
 
 
 def _with_separator(text: str, sep: str) -> str:
