@@ -1282,8 +1282,9 @@ def test_a_ranked_fill_that_leaves_its_document_broken_branches_into_one_that_me
     line = engine.prepare(FillRequest(text=cut, holes=[Hole(start=cut.index("\n\n") + 1, end=cut.index("\n\n") + 1, max_tokens=8)],
                                       language="javascript"))
     branches = engine.mend_branch(line, result("b();"))
-    assert branches and all(not tok.decode(f.leads[0]).strip() for f in branches[1:])
-    fresh = branches[-1]
+    # (and lines begun as the words that open such a block: the language's example `if (x) {` mends it)
+    assert "if" in [tok.decode(f.leads[0]).strip() for f in branches if f.bans[0] is None]
+    (fresh,) = [f for f in branches if f.bans[0] is not None]
     assert tok.decode(fresh.leads[0]) == line.heals[0].decode() + line.indents[0]
     assert tok.decode([fresh.bans[0][1]]).strip() and fresh.bans[0][0] == len(fresh.leads[0])
     # an invalid fill branches too where the text after its hole is a block's body whose opening line the cut took
