@@ -1,11 +1,12 @@
-"""Replay failing (valid False) constrained validity records at the current code."""
+"""Replay failing (valid False) constrained validity records at the current code (a both-modes
+run's unconstrained records are skipped)."""
 import json, sys
 from infill.bench.validity import judge, recorded_cuts
 from infill.engine.fill import Engine
 from infill.protocol import SamplingOptions
 eng = Engine.load()
 for d, r, cut in recorded_cuts(sys.argv[1:]):
-    if r.get("valid"):
+    if r.get("valid") or r.get("mode", "constrained") != "constrained":
         continue
     lang = r["language"]
     assert cut.reference == r["reference"], (r["path"], r["reference"])
