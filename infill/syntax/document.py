@@ -557,7 +557,9 @@ def block_tails(doc: Document, i: int, limit: int = 2) -> list[str]:
     pairs = g.spec.brackets
     if any(pairs[o] != c for o, c in zip(reversed(ctx.base), ctx.after[m:])):
         return []
-    needed = [g.spec.openers[c] for c in reversed(ctx.after[:m])]
+    needed = [g.spec.openers.get(c) for c in reversed(ctx.after[:m])]
+    if None in needed:
+        return []
     counts: dict[bytes, int] = {}
     by_line: dict[int, list] = {}
     for n in _brackets(g, doc.tree.root_node, 0, None):
