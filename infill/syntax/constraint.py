@@ -41,6 +41,7 @@ the fill go on unconstrained: it never breaks a fill. Nothing here runs the mode
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 
@@ -154,8 +155,16 @@ class RequestCheck:
 
 
 def _document(language: str | None, text: str, holes: list[tuple[int, int]], whole: bool = False) -> Document | None:
+    """The parsed document of ``text`` with ``holes`` (None without a usable grammar). The last few
+    are kept: the engine's questions of one request (headless, mendable, block_heads, block_tails)
+    ask the same document, and a Document holds only what its inputs determine."""
+    return _parsed(language, text, tuple(holes), whole)
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(language: str | None, text: str, holes: tuple[tuple[int, int], ...], whole: bool) -> Document | None:
     g = lookup_grammar(language)
-    return Document(g, text, holes, judge_whole=whole) if g is not None else None
+    return Document(g, text, list(holes), judge_whole=whole) if g is not None else None
 
 
 def _encoded(fills: list[str]) -> list[bytes]:

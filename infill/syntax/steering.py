@@ -256,10 +256,12 @@ class Lexer:
         opener that the fill must open next (``{}`` where it owes ``{``: Go's ``struct{}``, one
         token)? The owed opener then comes after it, out of place (``struct{} {``)."""
         plan = self._mend_plan(st) if self.ctx.mends else None
-        if not plan or plan[0] or not plan[1]:
-            return False
-        opener = self.spec.openers.get(self.ctx.after[plan[1] - 1])
+        opener = self._owed_opener(plan) if plan and not plan[0] else None
         return bool(opener) and opener + self.pairs[opener] in text
+
+    def _owed_opener(self, plan: tuple[int, int]) -> str | None:
+        """The outermost opener that a mend plan (k, m) still has the fill write (None for none)."""
+        return self.spec.openers.get(self.ctx.after[plan[1] - 1]) if plan[1] else None
 
     def mend_next(self, st: LexState) -> list[str]:
         """For a fill that ``mends`` and may not end yet after the state ``st``, the bracket to
@@ -268,10 +270,9 @@ class Lexer:
         plan = self._mend_plan(st) if self.ctx.mends else None
         if not plan or not sum(plan):
             return []
-        k, m = plan
-        if k:
+        if plan[0]:
             return [self.pairs[self._open(st)[-1]]]
-        opener = self.spec.openers.get(self.ctx.after[m - 1])
+        opener = self._owed_opener(plan)
         return [f" {opener}", opener] if opener else []
 
     def mended(self, st: LexState) -> bool:
