@@ -1081,6 +1081,21 @@ def test_a_fill_that_opens_another_block_than_a_cut_body_needs_is_not_valid_in_t
     assert request_valid(request, ["switch (kind) {"]) is True
 
 
+def test_a_switch_body_whose_labels_sit_at_its_opening_lines_indentation_is_headless():
+    # `switch algo {` cut where gofmt puts each `case` at the `switch`'s indentation: the body is
+    # still the cut line's, so a fill that leaves its closer stray is not valid in the end
+    doc = "func f(algo int) bool {\n\t|\n\tcase 1, 2:\n\t\treturn true\n\tdefault:\n\t\treturn false\n\t}\n}\n"
+    text, at = cursor(doc)
+    request = FillRequest(text=text, holes=[Hole(at, at)], language="go")
+    check = RequestCheck(request)
+    assert text[at : at + check.headless[0]] == "\n\tcase 1, 2:\n\t\treturn true\n\tdefault:\n\t\treturn false\n\t}\n"
+    assert request_valid(request, ["return true"]) is False and request_valid(request, ["switch algo {"]) is True
+    # another word at the hole's indentation (a statement after it) is no such body; nor is a body of labels alone
+    for other in (doc.replace("\tdefault:", "\tdone:"), "func f(algo int) bool {\n\t|\n\tcase 1:\n\t}\n}\n"):
+        text, at = cursor(other)
+        assert RequestCheck(FillRequest(text=text, holes=[Hole(at, at)], language="go")).headless == [0], other
+
+
 @pytest.mark.parametrize(
     "language, doc, body, wrong, right",
     [
@@ -1353,6 +1368,17 @@ def test_block_tails_are_how_the_documents_own_lines_that_open_a_callback_end():
     one = text.replace("  });\n});\n", "  }\n});\n")  # `if (c) {` cut: only `{` to open
     assert block_tails(req(one, at)) == []
     assert block_tails(FillRequest(text=text, holes=[Hole(start=at, end=at, max_tokens=8)], language="nope")) == []
+
+
+def test_block_tails_put_first_those_whose_line_opens_the_body_after_the_hole():
+    text = "describe('a', () => {\n  set({\n    k: 1,\n  });\n  set({\n    k: 2,\n  });\n  it('b', () => {\n    x();\n  });\n\n    y();\n  });\n});\n"
+    at = text.index("\n\n") + 1
+    req = FillRequest(text=text, holes=[Hole(start=at, end=at, max_tokens=8)], language="javascript")
+    # `({` ends the commonest lines, but an object's members are not the statements after the hole
+    assert block_tails(req, "  ") == ["('a', () => {", "('b', () => {"]
+    from infill.syntax.constraint import _document
+    from infill.syntax.document import block_tails as of_document
+    assert of_document(_document("javascript", text, [(at, at)]), 0, "  ", limit=3)[2] == "({"
 
 
 def test_block_heads_are_the_documents_own_block_openers_that_mend_it():

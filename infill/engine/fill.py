@@ -1085,7 +1085,7 @@ class Engine:
         heads = [w for w in syntax_constraints.block_heads(req.language, req.text, [(h.start, h.end) for h in req.holes], p.indents[0])
                  if not line.strip().startswith(w)]
         started = [self.branch(p, leads, None, mends) for leads in (self.lead_with(p, w) for w in heads) if leads is not None]
-        started += [self.tail_branch(p, tail) for tail in syntax_constraints.block_tails(req)]
+        started += [self.tail_branch(p, tail) for tail in syntax_constraints.block_tails(req, p.indents[0])]
         if not line.strip():
             return [self.branch(p, list(p.leads[0]), None, mends), *started]
         # and a line of its own, not started as the fill's (which may be a comment, an assignment)

@@ -262,11 +262,12 @@ def block_heads(language: str | None, text: str, holes: list[tuple[int, int]], i
     return block_heads_of(doc, len(holes) - 1, indent) if doc is not None else []
 
 
-def block_tails(request: FillRequest) -> list[str]:
-    """document.block_tails of ``request``'s last hole: how the document's own lines that open what
-    a fill there must open end (``(() => {``). [] without a usable grammar."""
+def block_tails(request: FillRequest, indent: str = "") -> list[str]:
+    """document.block_tails of ``request``'s last hole (its fill writing ``indent`` first): how the
+    document's own lines that open what a fill there must open end (``(() => {``). [] without a
+    usable grammar."""
     doc = _document(request.language, request.text, [(h.start, h.end) for h in request.holes])
-    return block_tails_of(doc, len(request.holes) - 1) if doc is not None else []
+    return block_tails_of(doc, len(request.holes) - 1, indent) if doc is not None else []
 
 
 class SyntaxConstraint:

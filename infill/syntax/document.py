@@ -540,15 +540,18 @@ def block_heads(doc: Document, i: int, indent: str = "", limit: int = 2) -> list
     return [w.decode("utf-8", "replace") for w in ranked[:limit]]
 
 
-def block_tails(doc: Document, i: int, limit: int = 2) -> list[str]:
+def block_tails(doc: Document, i: int, indent: str = "", limit: int = 2) -> list[str]:
     """The texts that the document's own lines which open what a fill of hole ``i`` must open end
     with, from the first bracket they leave open on: ``(() => {`` where a cut took a callback's
     opening line. What the fill must open: the openers of the closers that the text after the
     hole has and nothing opens, beyond those that close the brackets open before it
     (``HoleContext.after`` against ``base``), at least two of them (one opener is what a mend
-    branch writes itself). Read from the document's lines, so no language's syntax is named here;
-    most common first, then shortest. [] where the hole is not at a line's start, or is in a string
-    or comment, or the text after it closes the brackets before it out of order."""
+    branch writes itself). Read from the document's lines, so no language's syntax is named here:
+    of the HEAD_TRIES most common, first those whose first line, put in the hole (after ``indent``),
+    leaves the document with no error at all (the body after the hole is one that such a line
+    opens: statements after ``(function (err) {``, not an object's members after ``({``); each
+    group most common first, then shortest. [] where the hole is not at a line's start, or is in a
+    string or comment, or the text after it closes the brackets before it out of order."""
     ctx, (s, _) = hole_context(doc, i), doc.spans[i]
     data, g = doc.data, doc.grammar
     m = len(ctx.after) - len(ctx.base)
@@ -560,7 +563,7 @@ def block_tails(doc: Document, i: int, limit: int = 2) -> list[str]:
     needed = [g.spec.openers.get(c) for c in reversed(ctx.after[:m])]
     if None in needed:
         return []
-    counts: dict[bytes, int] = {}
+    counts: dict[bytes, list] = {}  # tail -> [lines that end with it, the first such line's code]
     by_line: dict[int, list] = {}
     for n in _brackets(g, doc.tree.root_node, 0, None):
         by_line.setdefault(line_start(data, n.start_byte), []).append(n)
@@ -573,8 +576,16 @@ def block_tails(doc: Document, i: int, limit: int = 2) -> list[str]:
                 stack.pop()
         if [n.type for n in stack] == needed and not data[stack[-1].end_byte : line_end(data, row)].strip():
             tail = data[stack[0].start_byte : stack[-1].end_byte]
-            counts[tail] = counts.get(tail, 0) + 1
-    ranked = sorted(counts, key=lambda t: (-counts[t], len(t)))
+            counts.setdefault(tail, [0, data[row : stack[-1].end_byte].strip()])[0] += 1
+    ranked = sorted(counts, key=lambda t: (-counts[t][0], len(t)))[:HEAD_TRIES]
+
+    def mends(tail: bytes) -> bool:
+        fills = [b""] * len(doc.spans)
+        fills[i] = indent.encode() + counts[tail][1]
+        return doc.errors(fills)[2]
+
+    mending = [t for t in ranked if mends(t)]
+    ranked = mending + [t for t in ranked if t not in mending]
     return [t.decode("utf-8", "replace") for t in ranked[:limit]]
 
 
@@ -693,7 +704,7 @@ def _hole_context(doc: Document, i: int) -> HoleContext:
     before = data[row:s]
     at_line_start = not before.strip()
     ctx = dict(base=tuple(stack), needed=needed, surplus=surplus, after=after, at_line_start=at_line_start and not stack, due=due,
-               headless=surplus and _headless(data, row, e, closers[0].start_byte, opened[-1] if opened else None))
+               headless=surplus and _headless(data, row, e, closers[0].start_byte, opened[-1] if opened else None, g.spec.labels))
     if last and not needed and not surplus:
         ctx["unclosed"] = len(stack)
     elif owed:
@@ -706,15 +717,16 @@ def _hole_context(doc: Document, i: int) -> HoleContext:
     return HoleContext(in_text=False, **ctx)
 
 
-def _headless(data: bytes, row: int, end: int, closer: int, opened: int | None) -> int:
+def _headless(data: bytes, row: int, end: int, closer: int, opened: int | None, labels: tuple[str, ...] = ()) -> int:
     """How many bytes from a hole's end (``end``; ``row``: its line's start) through the line of
     ``closer`` (the first closer after it that closes nothing there, a byte offset) are a block's
-    body without its opening line: the rest of the hole's line blank, at least one line of code,
-    each indented deeper than the hole's line, and the closer first on its line, indented no deeper
-    than the hole's line, and not as the line that opened the innermost bracket before the hole
-    (``opened``; then it would be that bracket's closer, as the layout reads it); or the closer
-    after code on the last of such lines (what went on from the line the hole took: a parameter
-    list, a call's arguments). 0 where they are not."""
+    body without its opening line: the rest of the hole's line blank, at least one line of code
+    indented deeper than the hole's line and the others too, but for lines that begin with one of
+    ``labels`` at the hole's indentation (a switch's ``case``, as gofmt lays it out), and the
+    closer first on its line, indented no deeper than the hole's line, and not as the line that
+    opened the innermost bracket before the hole (``opened``; then it would be that bracket's
+    closer, as the layout reads it); or the closer after code on the last of such lines (what went
+    on from the line the hole took: a parameter list, a call's arguments). 0 where they are not."""
     nl = data.find(b"\n", end)
     if nl < 0 or nl >= closer or data[end:nl].strip():
         return 0
@@ -724,7 +736,12 @@ def _headless(data: bytes, row: int, end: int, closer: int, opened: int | None) 
         lines = [x for x in data[nl + 1 : line_end(data, closer)].split(b"\n") if x.strip()]
         return line_end(data, closer) - end if all(indent_width(x) > width for x in lines) else 0
     body = [x for x in data[nl + 1 : line_start(data, closer)].split(b"\n") if x.strip()]
-    if not body or indent_width(closing) > width or not all(indent_width(x) > width for x in body):
+
+    def inside(line: bytes) -> bool:
+        word = _HEAD_WORD.match(line.strip())
+        return indent_width(line) > width or (indent_width(line) == width and word is not None and word.group().decode() in labels)
+
+    if not any(indent_width(x) > width for x in body) or indent_width(closing) > width or not all(inside(x) for x in body):
         return 0
     if opened is not None and indent_width(data[line_start(data, opened) : opened]) == indent_width(closing):
         return 0

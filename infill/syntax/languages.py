@@ -61,6 +61,7 @@ class LanguageSpec:
     # a word that may follow a block's closer on its line -> the word its opening line begins with (`catch` -> `try`)
     continuations: dict[str, str] = field(default_factory=dict)
     block_lines: tuple[str, ...] = ()  # example lines that open a block (`type T struct {`), tried where a document has none
+    labels: tuple[str, ...] = ()  # words of lines that may sit at their block's opening line's indentation (`case`)
 
     @property
     def openers(self) -> dict[str, str]:
@@ -89,6 +90,7 @@ class LanguageSpec:
             separators=tuple(t.get("separators", [])),
             continuations=dict(t.get("continuations", {})),
             block_lines=tuple(t.get("block_lines", [])),
+            labels=tuple(t.get("labels", [])),
         )
 
 
