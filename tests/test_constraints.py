@@ -94,6 +94,13 @@ def test_a_fill_that_mends_a_cut_whose_error_swallowed_the_next_declaration_is_v
     assert valid_at("typescript", doc, "ternals } from './bindCallbackInternals';") is True
     assert valid_at("typescript", doc, "ternals } from") is False
     assert valid_at("typescript", doc, "ternals }") is False
+    # where a compiler judges too (Python): a stub's `...` cut after its first `.` swallowed the next
+    # `@overload` into its ERROR, so the region ended between that decorator and its `def`
+    stub = ("@overload\ndef only(\n    iterable: Iterable[_T], *, too_long: Optional[_Raisable] = ...\n) -> Optional[_T]: .|\n"
+            "@overload\ndef only(\n    iterable: Iterable[_T], default: _U\n) -> Union[_T, _U]: ...\n")
+    assert valid_at("python", stub, "..") is True
+    assert valid_at("python", stub, "") is False and valid_at("python", stub, ". 1") is False
+    assert valid_at("python", stub + "def broken(:\n", "..") is False  # an error of the document's own: never valid
 
 
 @pytest.mark.parametrize(

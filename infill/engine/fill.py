@@ -51,6 +51,7 @@ RECENT_DOCUMENTS = 16  # the documents filled last whose recent fills are kept
 TOKEN_SETS = 64  # the latest token sets an engine keeps (Engine.token_set)
 END_BYTES = 48  # the text after a hole read for the tokens it starts with (Engine.end_set): longer than a token
 LINE_BREAK = "line break"  # a ban (_Prepared.bans) of every token that holds a line break
+ENDING = "ending"  # a ban of one slot's every way to end the fill or its line: the end token, a token that holds a line break
 
 
 AHEAD_TOKENS = 64  # Engine.encode_ahead looks this many typed tokens ahead: a prefix start that moves sooner is encoded
@@ -112,7 +113,8 @@ class _Prepared:
     # into the fill (its first token must start with them; they are dropped from the fill's text)
     bans: list[tuple[int, int | str] | None] = field(default_factory=list)  # per hole, (slot, token): that slot of its
     # window may not take that token (an echo branch, Engine.echo_branches); (slot, LINE_BREAK): from that slot on, no
-    # slot may take a token that breaks the line (a mend branch, Engine.mend_branch)
+    # slot may take a token that breaks the line (a mend branch, Engine.mend_branch); (slot, ENDING): that slot may
+    # neither end the fill nor break its line (a retry of a fill that wrote nothing, Engine.unlike)
 
 
 @contextlib.contextmanager
@@ -473,10 +475,14 @@ class Engine:
 
     def slot_set(self, head: bytes, ban: int | str | None) -> torch.Tensor:
         """[V] bool: the tokens a slot bound to healed bytes ``head`` ("": none) and ``ban`` may take:
-        those that start with ``head``, less ``ban`` (a token, or LINE_BREAK: every token holding one)."""
+        those that start with ``head``, less ``ban`` (a token; LINE_BREAK: every token holding one;
+        ENDING: those and the end token)."""
         ok = self.token_set(head) if head else torch.ones(self.model.vocab_size, dtype=torch.bool, device=self.device)
-        if ban == LINE_BREAK:
-            return ok & ~self.token_set(b"\n", anywhere=True)
+        if ban in (LINE_BREAK, ENDING):
+            ok = ok & ~self.token_set(b"\n", anywhere=True)
+            if ban == ENDING:
+                ok[self.model.eos_id] = False
+            return ok
         if ban is not None:
             ok = ok.clone()
             ok[ban] = False
@@ -974,11 +980,15 @@ class Engine:
 
     def unlike(self, p: _Prepared, first: FillResult) -> _Prepared:
         """A retry ``p`` of a left-to-right model's one hole that may not start as the first round's
-        invalid fill ``first`` did (its first token after the retry's lead is banned): every step
+        invalid fill ``first`` did (its first token after the retry's lead is banned; where it wrote
+        nothing, its first slot may neither end it nor break its line): every step
         of such a model is steered already, so a retry that may start alike goes the same way
-        (a class's body filled with a ``def`` header that no line may follow). ``p`` elsewhere."""
+        (a class's body filled with a ``def`` header that no line may follow; a stub's ``...`` cut
+        after its first ``.`` left empty). ``p`` elsewhere."""
         if not self.model.capabilities.left_to_right or len(p.request.holes) != 1 or first.fills[0].valid is not False:
             return p
+        if not first.fills[0].text.strip():
+            return replace(p, bans=[(len(p.leads[0]), ENDING)])
         word = self.first_word(p, first.fills[0].text)
         return replace(p, leads=[word[0]], bans=[word[1]]) if word is not None else p
 

@@ -266,10 +266,12 @@ class Document:
         away = bool(new) and self.broken_at_holes and not any(_touch(e.start, e.end, a, b) for e in new for a, b in spans)
         if away:
             new = self._not_in_lines_out(new, data, spans, fills)
-        if away and new and self.strict is None and any(e.end >= len(data.rstrip()) for e in new) and self.whole() is not self:
+        if away and new and any(e.end >= len(data.rstrip()) for e in new) and self.whole() is not self:
             # The document with holes was broken at one, so its top-level nodes may not be the filled
             # text's (a cut import swallowed the declaration after it into its ERROR, and the region
-            # ends inside that declaration): an error only at the region's end is judged whole.
+            # ends inside that declaration; a stub's `...` cut swallowed the next `@overload`): an
+            # error only at the region's end is judged whole (where a compiler judges, it judges the
+            # whole too: an error of the document's own elsewhere keeps the fill invalid, never valid).
             return self.whole().errors(fills)
         if not new and self.strict is not None:
             err = self.strict.error(data, spans)

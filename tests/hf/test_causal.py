@@ -601,6 +601,15 @@ def test_a_left_to_right_retry_may_not_start_as_the_invalid_first_round_did(hf_d
     (k, banned), = retry.bans
     assert not tok.decode(retry.leads[0]).strip() and k == len(retry.leads[0]) and tok.decode([banned]).strip()
     assert tok.decode(retry.leads[0] + [banned]).startswith(q.heals[0].decode() + q.indents[0] + "    ")
+    # a first round that wrote nothing: the retry's first slot may neither end the fill nor break its line
+    for nothing in ("", "\n"):
+        retry = engine.unlike(p, FillResult(fills=[Fill(text=nothing, score=-1.0, valid=False)], timings=Timings(), model="m"))
+        assert retry.bans == [(len(lead), "ending")] and retry.leads == p.leads
+    _, _, _, state = engine_rows(engine, [], prepared=[retry])
+    allowed = state.only_sets[int(state.only[0, len(lead)])]
+    breaks = engine.token_set(b"\n", anywhere=True)
+    assert not allowed[engine.model.eos_id] and not (allowed & breaks).any() and allowed[tok.encode("x")[0]]
+    assert int(state.only[0, len(lead) + 1]) < 0  # that slot alone
 
 
 def test_a_causal_step_rule_is_one_slot_a_step_and_fewer_steps_end_the_fill_early(hf_dirs):
