@@ -1088,6 +1088,20 @@ def test_a_fill_that_opens_another_block_than_a_cut_body_needs_is_not_valid_in_t
     assert request_valid(request, ["switch (kind) {"]) is True
 
 
+def test_a_fill_that_closes_brackets_before_a_cut_body_and_opens_others_is_not_valid_where_later_closers_then_mismatch():
+    # `b: {` (a struct field's block) cut: `}) ( {` closes the struct and its call, and its `{` pairs
+    # the body's stray `}`, but the struct's own `})` further down then closes `(` and `{`
+    doc = ("fn f() -> R {\n    Ok(P {\n        a: 1,\n        |\n            if x {\n                Some(1)\n"
+           "            } else {\n                None\n            }\n        },\n        c: 2,\n    })\n}\n")
+    text, at = cursor(doc)
+    request = FillRequest(text=text, holes=[Hole(at, at)], language="rust")
+    check = RequestCheck(request)
+    assert check.headless[0] > 0
+    for fill, final in [("}) ( {", False), ("}) ({", False), ("b: {", True)]:
+        assert check.valid([fill.encode()]), fill  # each adds no error the cut document had not
+        assert request_valid(request, [fill]) is final, fill
+
+
 def test_a_switch_body_whose_labels_sit_at_its_opening_lines_indentation_is_headless():
     # `switch algo {` cut where gofmt puts each `case` at the `switch`'s indentation: the body is
     # still the cut line's, so a fill that leaves its closer stray is not valid in the end
@@ -1368,7 +1382,13 @@ def test_block_tails_are_how_the_documents_own_lines_that_open_a_callback_end():
     # `it('c', () => {` cut: the fill must open `(` and `{`; the document's own lines that leave exactly
     # those open end so, from their first such bracket on: the commonest first, then the shortest
     assert block_tails(req(text, at)) == ["(() => {", "('a', () => {"]
-    # not at a line's start; nothing to open (the hole inside a body); one opener only (a mend writes it)
+    # after a word on the hole's line (a rest of line cut `it|('c', () => {`): the same tails, that word their head
+    mid = text[:at] + "  it" + text[at:]
+    assert block_tails(req(mid, at + 4)) == ["(() => {", "('a', () => {"]
+    # inside a bracket the line opened, which the text after closes too (`it(x|` ... `}));`): the tails go inside it
+    opened = text[:at] + "  it(x" + text[at:].replace("  });\n});", "  }));\n});")
+    assert block_tails(req(opened, at + 6)) == ["(() => {", "('a', () => {"]
+    # not after a word (a statement's end); nothing to open (the hole inside a body); one opener only (a mend writes it)
     assert block_tails(req(text, at - 1)) == []
     whole = JS_TAILS.replace("|", "  it('c', () => {")
     assert block_tails(req(whole, whole.index("x();"))) == []
@@ -1385,7 +1405,18 @@ def test_block_tails_put_first_those_whose_line_opens_the_body_after_the_hole():
     assert block_tails(req, "  ") == ["('a', () => {", "('b', () => {"]
     from infill.syntax.constraint import _document
     from infill.syntax.document import block_tails as of_document
-    assert of_document(_document("javascript", text, [(at, at)]), 0, "  ", limit=3)[2] == "({"
+    # then the language's example tails, which the document has no line of and which mend it; then the rest
+    assert of_document(_document("javascript", text, [(at, at)]), 0, "  ", limit=5)[2:] == ["(() => {", "(function () {", "({"]
+
+
+@pytest.mark.parametrize("language, doc, tails", [
+    ("javascript", "function f(xs) {\n  |\n    g(x);\n  });\n}\n", ["(() => {", "(function () {"]),
+    ("go", "func f() {\n\t|\n\t\tg()\n\t})\n}\n", ["(func() {"]),
+    ("java", "class A {\n  void f() {\n    |\n      g();\n    });\n  }\n}\n", ["(() -> {"]),
+])
+def test_block_tails_where_no_line_of_the_document_ends_so_are_the_languages_examples_that_mend_it(language, doc, tails):
+    text, at = cursor(doc)
+    assert block_tails(FillRequest(text=text, holes=[Hole(at, at)], language=language)) == tails
 
 
 def test_block_heads_are_the_documents_own_block_openers_that_mend_it():

@@ -135,7 +135,8 @@ class RequestCheck:
         for h, (body, lexer, fill) in enumerate(zip(self.headless, self.lexers, fills)):
             if not body or lexer is None:
                 continue
-            if not lexer.feed(lexer.start, fill.decode("utf-8", "replace"))[0].stack or self.doc.broken_after(tailed, h, body):
+            st = lexer.feed(lexer.start, fill.decode("utf-8", "replace"))[0]
+            if not st.stack or self.doc.broken_after(tailed, h, body) or not _closed_in_order(lexer, st):
                 return True
         return False
 
@@ -152,6 +153,18 @@ class RequestCheck:
             return None
         first = min(errors, key=lambda e: (e.start, e.end))
         return first.start - spans[hole][0], first.end - spans[hole][0]
+
+
+def _closed_in_order(lexer: Lexer, st: LexState) -> bool:
+    """Do the closers after a hole (HoleContext.after) close, in order, the brackets that its
+    fill leaves open and those before it that the fill closed (state ``st``)? A fill that closes
+    brackets before it and opens others can pair the stray closer right after its body and leave
+    the ones after that closing the wrong brackets (``}) ( {`` where a struct field's ``subpat: {``
+    was cut: the struct's own ``})`` further down then close ``(`` and ``{``)."""
+    ctx = lexer.ctx
+    kept = list(ctx.base[: len(ctx.base) - st.popped]) + list(st.stack)
+    want = [lexer.pairs[o] for o in reversed(kept)][: len(st.stack) + st.popped]
+    return list(ctx.after[: len(want)]) == want
 
 
 def _document(language: str | None, text: str, holes: list[tuple[int, int]], whole: bool = False) -> Document | None:

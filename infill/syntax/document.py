@@ -479,6 +479,7 @@ def openers_needed(doc: Document) -> str:
 
 
 _HEAD_WORD = re.compile(rb"[^\W\d]\w*")
+_WORD_END = re.compile(rb"\w$")
 
 
 HEAD_TRIES = 12  # the most words whose example line block_heads tries in the hole
@@ -549,15 +550,20 @@ def block_tails(doc: Document, i: int, indent: str = "", limit: int = 2) -> list
     hole has and nothing opens, beyond those that close the brackets open before it
     (``HoleContext.after`` against ``base``), at least two of them (one opener is what a mend
     branch writes itself). Read from the document's lines, so no language's syntax is named here:
-    of the HEAD_TRIES most common, first those whose first line, put in the hole (after ``indent``),
-    leaves the document with no error at all (the body after the hole is one that such a line
-    opens: statements after ``(function (err) {``, not an object's members after ``({``); each
-    group most common first, then shortest. [] where the hole is not at a line's start, or is in a
-    string or comment, or the text after it closes the brackets before it out of order."""
+    of the HEAD_TRIES most common, first those whose first line, put in the hole (after ``indent``;
+    after code on the hole's line, the tail alone, that code its head), leaves the document with
+    no error at all (the body after the hole is one that such a line opens: statements after
+    ``(function (err) {``, not an object's members after ``({``); each group most common first,
+    then shortest. [] where code before the hole on its line does not end in a word (a name the
+    tail's brackets would follow), or the hole is in a string or comment, or the text after it
+    closes the brackets before it out of order. After the document's own that mend, the
+    language's example tails (``LanguageSpec.block_tails``) that do."""
     ctx, (s, _) = hole_context(doc, i), doc.spans[i]
     data, g = doc.data, doc.grammar
     m = len(ctx.after) - len(ctx.base)
-    if ctx.in_text or data[line_start(data, s) : s].strip() or m < 2:
+    before = data[line_start(data, s) : s].strip()
+    mid_line = bool(before)
+    if ctx.in_text or m < 2 or (mid_line and not _WORD_END.search(before)):
         return []
     pairs = g.spec.brackets
     if any(pairs[o] != c for o, c in zip(reversed(ctx.base), ctx.after[m:])):
@@ -583,12 +589,32 @@ def block_tails(doc: Document, i: int, indent: str = "", limit: int = 2) -> list
 
     def mends(tail: bytes) -> bool:
         fills = [b""] * len(doc.spans)
-        fills[i] = indent.encode() + counts[tail][1]
+        fills[i] = tail if mid_line else indent.encode() + counts[tail][1]
         return doc.errors(fills)[2]
 
     mending = [t for t in ranked if mends(t)]
+    # and after those, the language's example tails (LanguageSpec.block_tails) that open what the
+    # fill must and the document has no line of, where one mends it (a stand-in name its head)
+    for example in (t.encode() for t in g.spec.block_tails):
+        if example not in counts and _left_open(g.spec, example) == needed:
+            counts[example] = [0, b"f" + example]
+            if mends(example):
+                mending.append(example)
     ranked = mending + [t for t in ranked if t not in mending]
     return [t.decode("utf-8", "replace") for t in ranked[:limit]]
+
+
+def _left_open(spec: LanguageSpec, text: bytes) -> list[str]:
+    """The one-character brackets that ``text`` (an example from the language's table, no string
+    or comment in it) leaves open, in order."""
+    stack: list[str] = []
+    openers = {o: c for o, c in spec.brackets.items() if len(o) == 1}
+    for ch in text.decode():
+        if ch in openers:
+            stack.append(ch)
+        elif stack and openers[stack[-1]] == ch:
+            stack.pop()
+    return stack
 
 
 def unbalanced(ctx: HoleContext, pairs: dict[str, str]) -> bool:

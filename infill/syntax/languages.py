@@ -62,6 +62,7 @@ class LanguageSpec:
     continuations: dict[str, str] = field(default_factory=dict)
     block_lines: tuple[str, ...] = ()  # example lines that open a block (`type T struct {`), tried where a document has none
     labels: tuple[str, ...] = ()  # words of lines that may sit at their block's opening line's indentation (`case`)
+    block_tails: tuple[str, ...] = ()  # example ends of lines that open several brackets (`(() => {`), tried where a document has none
 
     @property
     def openers(self) -> dict[str, str]:
@@ -91,6 +92,7 @@ class LanguageSpec:
             continuations=dict(t.get("continuations", {})),
             block_lines=tuple(t.get("block_lines", [])),
             labels=tuple(t.get("labels", [])),
+            block_tails=tuple(t.get("block_tails", [])),
         )
 
 

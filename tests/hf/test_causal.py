@@ -1317,8 +1317,10 @@ def test_a_ranked_fill_that_leaves_its_document_broken_branches_into_one_that_me
     cat = cb.index("\n  \n") + 3
     cp = engine.prepare(FillRequest(text=cb, holes=[Hole(start=cat, end=cat, max_tokens=8)], language="javascript"))
     tails = [x for x in engine.mend_branch(cp, FillResult([Fill(text="b();", score=-1.0, valid=False)], Timings(), "m")) if x.shape.opener]
-    (tail,) = tails
-    assert tail.shape.opener == "(() => {" and not tail.shape.mends and tail.leads == cp.leads
+    # (the document's own first; then the language's example that it has no line of)
+    assert [x.shape.opener for x in tails] == ["(() => {", "(function () {"]
+    tail = tails[0]
+    assert not tail.shape.mends and tail.leads == cp.leads
     # the text after the hole, as far as the context holds it, reads the tail first (in the same budget)
     assert tok.decode(tail.segments[-1]).startswith("(() => {") and len(tail.segments[-1]) == len(cp.segments[-1]) > 0
     assert tail.segments[:-1] == cp.segments[:-1] and tail.request.options.candidates == 1
