@@ -1089,7 +1089,11 @@ class Engine:
             return [self.branch(p, leads, None, mends)] if leads is not None else []
         if fill.valid is None or (fill.valid and not syntax_constraints.mendable(req.language, req.text, spans, [p.indents[0] + fill.text])):
             return []
+        # the fill's first line; where it is blank, its first line of code (a fill that broke its
+        # line first wrote the hole's line below it: `\n  constructor`)
         line = fill.text.split("\n", 1)[0]
+        if not line.strip():
+            line = next((x.strip() for x in fill.text.split("\n") if x.strip()), "")
         # and lines begun as the document's own lines that open such a block begin (`if`, `func`),
         # and lines whose end is written as theirs end, the model writing what comes before it
         heads = [w for w in syntax_constraints.block_heads(req.language, req.text, [(h.start, h.end) for h in req.holes], p.indents[0])

@@ -1291,6 +1291,9 @@ def test_a_ranked_fill_that_leaves_its_document_broken_branches_into_one_that_me
     line = engine.prepare(FillRequest(text=cut, holes=[Hole(start=cut.index("\n\n") + 1, end=cut.index("\n\n") + 1, max_tokens=8)],
                                       language="javascript"))
     branches = engine.mend_branch(line, result("b();"))
+    # a fill that broke its line first (`\n  b();`): its first line of code is the hole's line the branches take
+    broke = engine.mend_branch(line, result("\n    b();"))
+    assert tok.decode(broke[0].leads[0]) == tok.decode(branches[0].leads[0]) == line.heals[0].decode() + line.indents[0] + "b();"
     # (and lines begun as the words that open such a block: the language's example `if (x) {` mends it)
     assert "if" in [tok.decode(f.leads[0]).strip() for f in branches if f.bans[0] is None]
     (fresh,) = [f for f in branches if f.bans[0] is not None]
