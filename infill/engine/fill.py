@@ -1091,9 +1091,8 @@ class Engine:
             return []
         # the fill's first line; where it is blank, its first line of code (a fill that broke its
         # line first wrote the hole's line below it: `\n  constructor`)
-        line = fill.text.split("\n", 1)[0]
-        if not line.strip():
-            line = next((x.strip() for x in fill.text.split("\n") if x.strip()), "")
+        first, *rest = fill.text.split("\n")
+        line = first if first.strip() else next((x.strip() for x in rest if x.strip()), "")
         # and lines begun as the document's own lines that open such a block begin (`if`, `func`),
         # and lines whose end is written as theirs end, the model writing what comes before it
         heads = [w for w in syntax_constraints.block_heads(req.language, req.text, [(h.start, h.end) for h in req.holes], p.indents[0])

@@ -587,19 +587,16 @@ def block_tails(doc: Document, i: int, indent: str = "", limit: int = 2) -> list
             counts.setdefault(tail, [0, data[row : stack[-1].end_byte].strip()])[0] += 1
     ranked = sorted(counts, key=lambda t: (-counts[t][0], len(t)))[:HEAD_TRIES]
 
-    def mends(tail: bytes) -> bool:
+    def mends(tail: bytes, line: bytes) -> bool:  # ``line``: the code that ends with ``tail``
         fills = [b""] * len(doc.spans)
-        fills[i] = tail if mid_line else indent.encode() + counts[tail][1]
+        fills[i] = tail if mid_line else indent.encode() + line
         return doc.errors(fills)[2]
 
-    mending = [t for t in ranked if mends(t)]
+    mending = [t for t in ranked if mends(t, counts[t][1])]
     # and after those, the language's example tails (LanguageSpec.block_tails) that open what the
     # fill must and the document has no line of, where one mends it (a stand-in name its head)
-    for example in (t.encode() for t in g.spec.block_tails):
-        if example not in counts and _left_open(g.spec, example) == needed:
-            counts[example] = [0, b"f" + example]
-            if mends(example):
-                mending.append(example)
+    mending += [t for t in (x.encode() for x in g.spec.block_tails)
+                if t not in counts and _left_open(g.spec, t) == needed and mends(t, b"f" + t)]
     ranked = mending + [t for t in ranked if t not in mending]
     return [t.decode("utf-8", "replace") for t in ranked[:limit]]
 
